@@ -13,9 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <format>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace rig::abi {
@@ -98,18 +98,29 @@ constexpr bool well_formed(field f) noexcept {
     return is_word_field(f) || is_qword_field(f) || is_bytes_field(f);
 }
 
+// "0x1f": hexadecimal for messages (g++ 12 has no <format>; abi/ needs nothing outside std).
+inline std::string hex(std::uint64_t v) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    do {
+        s.insert(s.begin(), digits[v & 15]);
+        v >>= 4;
+    } while (v != 0);
+    return "0x" + s;
+}
+
 namespace detail {
 [[noreturn]] inline void field_outside(field f, std::size_t size) {
-    throw std::invalid_argument(std::format(
-        "field at bit 0x{:x} ({} bits) lies outside a {}-byte buffer", f.off, f.bits, size));
+    throw std::invalid_argument("field at bit " + hex(f.off) + " (" + std::to_string(f.bits) +
+                                " bits) lies outside a " + std::to_string(size) + "-byte buffer");
 }
 [[noreturn]] inline void value_too_wide(field f, std::uint64_t v) {
-    throw std::invalid_argument(std::format(
-        "value 0x{:x} does not fit the {}-bit field at bit 0x{:x}", v, f.bits, f.off));
+    throw std::invalid_argument("value " + hex(v) + " does not fit the " + std::to_string(f.bits) +
+                                "-bit field at bit " + hex(f.off));
 }
 [[noreturn]] inline void wrong_shape(field f, std::string_view what) {
-    throw std::invalid_argument(std::format(
-        "the {}-bit field at bit 0x{:x} is not {}", f.bits, f.off, what));
+    throw std::invalid_argument("the " + std::to_string(f.bits) + "-bit field at bit " + hex(f.off) +
+                                " is not " + std::string(what));
 }
 }  // namespace detail
 
@@ -175,8 +186,8 @@ inline std::span<const std::byte> bytes_of(std::span<const std::byte> b, field f
 inline void set_bytes(std::span<std::byte> b, field f, std::span<const std::byte> src) {
     std::span<std::byte> dst = bytes_of(b, f);
     if (src.size() != dst.size()) {
-        throw std::invalid_argument(std::format(
-            "{} bytes given for the {}-byte field at bit 0x{:x}", src.size(), dst.size(), f.off));
+        throw std::invalid_argument(std::to_string(src.size()) + " bytes given for the " +
+                                    std::to_string(dst.size()) + "-byte field at bit " + hex(f.off));
     }
     std::memcpy(dst.data(), src.data(), dst.size());
 }

@@ -1,0 +1,121 @@
+#pragma once
+// 64-byte completion entries (CQEs) of a ConnectX completion queue: reference/mlx5.md §4.5,
+// rdma-core mlx5dv.h `struct mlx5_cqe64` and `struct mlx5_err_cqe`.
+//
+//   0x20 srqn_uidx     be32        0x2c byte_cnt    be32
+//   0x36 vendor_err_synd u8 (error) 0x37 syndrome   u8 (error CQEs only)
+//   0x38 sop_drop_qpn  be32: [31:24] opcode of the completed send entry (requester), [23:0] QPN
+//   0x3c wqe_counter   be16        0x3e signature   u8
+//   0x3f op_own        u8: [7:4] CQE opcode, [3:2] format, bit 1 solicited, bit 0 owner
+//
+// Ownership: CQE n (the unmasked consumer count) sits in slot n & (size-1) and belongs to
+// software once its owner bit equals (n / size) & 1 and its opcode is not INVALID (15): the
+// hardware writes owner 0 on its first pass over the ring, 1 on the second, and so on.
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "abi/bits.hpp"
+
+namespace rig::mlx5::abi {
+
+using ::rig::abi::hex;
+using ::rig::abi::load_be;
+using ::rig::abi::store_be;
+
+inline constexpr std::size_t cqe_size = 64;
+
+// op_own >> 4 (mlx5dv.h MLX5_CQE_*)
+enum class cqe_opcode : std::uint8_t {
+    req = 0,            // send-side completion
+    resp_wr_imm = 1,
+    resp_send = 2,
+    resp_send_imm = 3,
+    resp_send_inv = 4,
+    resize_cq = 5,
+    no_packet = 6,
+    sig_err = 12,
+    req_err = 13,
+    resp_err = 14,
+    invalid = 15,       // software-initialised, never written by hardware
+};
+
+// Error syndromes (mlx5dv.h MLX5_CQE_SYNDROME_*), with "unknown" a kind of its own: a syndrome
+// this table does not name is still an error, never success.
+enum class cqe_error : std::uint8_t {
+    none = 0,
+    local_length = 0x01,
+    local_qp_op = 0x02,
+    local_protection = 0x04,
+    flushed = 0x05,              // work request flushed in error
+    mw_bind = 0x06,
+    bad_response = 0x10,
+    local_access = 0x11,
+    remote_invalid_request = 0x12,
+    remote_access = 0x13,
+    remote_operation = 0x14,
+    transport_retry_exceeded = 0x15,
+    rnr_retry_exceeded = 0x16,
+    remote_aborted = 0x22,
+    unknown = 0xff,
+};
+
+std::string_view to_string(cqe_error e) noexcept;      // completion.cpp
+std::string_view to_string(cqe_opcode o) noexcept;
+cqe_error cqe_error_from_syndrome(std::uint8_t syndrome) noexcept;
+
+// Field offsets, as mlx5dv.h declares them.
+namespace cqe_offset {
+inline constexpr std::size_t srqn_uidx = 0x20;
+inline constexpr std::size_t imm_inval_pkey = 0x24;
+inline constexpr std::size_t byte_cnt = 0x2c;
+inline constexpr std::size_t vendor_err_synd = 0x36;
+inline constexpr std::size_t syndrome = 0x37;
+inline constexpr std::size_t sop_drop_qpn = 0x38;
+inline constexpr std::size_t wqe_counter = 0x3c;
+inline constexpr std::size_t signature = 0x3e;
+inline constexpr std::size_t op_own = 0x3f;
+}  // namespace cqe_offset
+
+// What a CQE says, decoded.
+struct completion {
+    cqe_opcode opcode;
+    std::uint8_t format;          // 0 = no inline data (all Rig asks for)
+    bool solicited;
+    bool owner;
+    std::uint32_t qpn;            // 24 bits
+    std::uint8_t send_opcode;     // requester CQEs: opcode of the completed send entry
+    std::uint16_t wqe_counter;    // requester: index of the last completed entry; responder: RQ index
+    std::uint32_t byte_count;
+    std::uint32_t immediate;      // imm_inval_pkey, as the wire carried it
+    cqe_error error;              // none unless opcode is req_err / resp_err
+    std::uint8_t syndrome;        // raw syndrome byte of an error CQE
+    std::uint8_t vendor_syndrome;
+};
+
+inline std::uint8_t cqe_op_own(std::span<const std::byte, cqe_size> c) noexcept {
+    return static_cast<std::uint8_t>(c[cqe_offset::op_own]);
+}
+
+// True once CQE number `count` (unmasked) of a ring of 2^log_size entries is software's.
+inline bool cqe_is_software_owned(std::span<const std::byte, cqe_size> c, std::uint32_t count,
+                                  std::uint32_t log_size) noexcept {
+    const std::uint8_t op_own = cqe_op_own(c);
+    const bool owner = (op_own & 1) != 0;
+    const bool pass_parity = ((count >> log_size) & 1) != 0;
+    return (op_own >> 4) != static_cast<std::uint8_t>(cqe_opcode::invalid) && owner == pass_parity;
+}
+
+// Decodes a CQE. Device output is not caller misuse: an opcode the table does not know is an
+// error value naming it, not an exception.
+std::expected<completion, std::string> decode(std::span<const std::byte, cqe_size> c);
+
+// Encodes a CQE (used by the device model). Bytes not named by `x` are written zero. Encode
+// into a private block and publish it with op_own stored last: the owner bit is what makes a
+// polling driver read the rest, so it must never be visible before the rest is.
+void encode(std::span<std::byte, cqe_size> c, const completion& x) noexcept;
+
+}  // namespace rig::mlx5::abi

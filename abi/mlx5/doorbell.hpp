@@ -1,0 +1,74 @@
+#pragma once
+// Doorbell records (host memory) and access-region (UAR) registers of a ConnectX function:
+// reference/mlx5.md §4.1, §4.2, §4.6; rdma-core mlx5dv.h / providers/mlx5 and the kernel's
+// include/linux/mlx5/{cq.h,doorbell.h}.
+//
+// A send is posted in three steps, each ordered after the one before (rdma-core post_send_db):
+//  1. entries written in the send ring;
+//  2. the QP doorbell record's send counter = producer count in 64-byte blocks (16 bits);
+//  3. the entry's first 8 bytes (ctrl opmod_idx_opcode + qpn_ds) written as one 64-bit store
+//     to the UAR's BlueFlame register, alternating between its two halves.
+// A receive is posted by steps 1 and 2 only (the receive counter); it has no MMIO doorbell.
+#include <cstddef>
+#include <cstdint>
+
+#include "abi/bits.hpp"
+
+namespace rig::mlx5::abi {
+
+using ::rig::abi::to_be32;
+
+// ---- doorbell records: two big-endian 32-bit words each -------------------------------------
+namespace qp_dbr {
+inline constexpr std::size_t receive_counter = 0;   // MLX5_RCV_DBR: be32(rq head & 0xffff)
+inline constexpr std::size_t send_counter = 4;      // MLX5_SND_DBR: be32(sq producer & 0xffff)
+inline constexpr std::size_t size = 8;
+}  // namespace qp_dbr
+
+namespace cq_dbr {
+inline constexpr std::size_t set_ci = 0;    // MLX5_CQ_SET_CI: be32(consumer index & 0xffffff)
+inline constexpr std::size_t arm = 4;       // MLX5_CQ_ARM_DB: be32(sn << 28 | cmd | ci)
+inline constexpr std::size_t size = 8;
+}  // namespace cq_dbr
+
+inline constexpr std::uint32_t qp_dbr_counter(std::uint32_t count) noexcept {
+    return to_be32(count & 0xffff);
+}
+inline constexpr std::uint32_t cq_dbr_set_ci(std::uint32_t consumer_index) noexcept {
+    return to_be32(consumer_index & 0xffffff);
+}
+
+// ---- UAR page registers (offsets inside one 4 KiB UAR page of BAR0) -------------------------
+inline constexpr std::size_t uar_page_size = 4096;           // log_uar_page_sz = 0
+namespace uar {
+inline constexpr std::size_t cq_doorbell = 0x20;             // MLX5_CQ_DOORBELL: arm, 64-bit
+inline constexpr std::size_t eq_doorbell_arm = 0x40;         // EQ consumer index + arm
+inline constexpr std::size_t eq_doorbell_no_arm = 0x48;      // EQ consumer index only
+inline constexpr std::size_t bf_offset = 0x800;              // MLX5_BF_OFFSET: first bfreg
+inline constexpr std::size_t bfregs_per_uar = 4;             // MLX5_BFREGS_PER_UAR
+}  // namespace uar
+
+// bfreg k of a UAR whose bf registers are 2^log_bf_reg_size bytes (cmd_hca_cap.log_bf_reg_size);
+// each is two buffers of half that size, used alternately.
+inline constexpr std::size_t bfreg_offset(std::size_t k, std::uint32_t log_bf_reg_size) noexcept {
+    return uar::bf_offset + k * (std::size_t{1} << log_bf_reg_size);
+}
+
+// CQ arm (K-DEV cq.h mlx5_cq_arm): the record word, and the 64-bit UAR value whose first
+// (lower-addressed) dword is the record word and second the CQ number, both big-endian.
+inline constexpr std::uint32_t cq_arm_next = 0;          // MLX5_CQ_DB_REQ_NOT
+inline constexpr std::uint32_t cq_arm_solicited = 1u << 24;   // MLX5_CQ_DB_REQ_NOT_SOL
+inline constexpr std::uint32_t cq_arm_word(std::uint32_t sn, std::uint32_t cmd,
+                                           std::uint32_t consumer_index) noexcept {
+    return ((sn & 3) << 28) | cmd | (consumer_index & 0xffffff);
+}
+inline constexpr std::uint64_t cq_arm_doorbell(std::uint32_t arm_word, std::uint32_t cqn) noexcept {
+    return (std::uint64_t{arm_word} << 32) | (cqn & 0xffffff);   // written with store_be<u64>
+}
+
+// EQ consumer-index doorbell (K-CORE eq.c eq_update_ci): be32(eqn << 24 | ci & 0xffffff).
+inline constexpr std::uint32_t eq_doorbell(std::uint32_t eqn, std::uint32_t consumer_index) noexcept {
+    return (eqn << 24) | (consumer_index & 0xffffff);
+}
+
+}  // namespace rig::mlx5::abi

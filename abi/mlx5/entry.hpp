@@ -1,0 +1,239 @@
+#pragma once
+// Send-queue work entries of a ConnectX (mlx5) RC queue pair, one 64-byte basic block each
+// (seeds/rig_mlx5_abi_entry.txt). Layout, reference/mlx5.md §4.3 and rdma-core's mlx5dv.h:
+//
+//   control segment  16 B  opmod_idx_opcode = be32(index[15:0] << 8 | opcode)
+//                          qpn_ds           = be32(qp << 8 | ds), ds = entry size in 16-byte units
+//                          signature, dci_stream_channel_id (0 for RC), fm_ce_se, imm
+//   remote address   16 B  raddr be64, rkey be32, reserved             (WRITE, READ)
+//   data pointer     16 B  byte_count be32, lkey be32, addr be64       (WRITE, READ, SEND)
+//   inline data      4 B + payload: byte_count = be32(len | MLX5_INLINE_SEG), padded to 16 B
+//
+// A zero-length gather/scatter element gets no data segment: mlx5 hardware reads a data
+// segment's byte_count of 0 as 2^31 bytes, which is why rdma-core's and the kernel's post paths
+// skip zero-length elements (providers/mlx5/qp.c, drivers/infiniband/hw/mlx5/wr.c).
+//
+// Every entry fits one block, so no entry wraps around the end of the ring.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <variant>
+
+#include "abi/bits.hpp"
+
+namespace rig::mlx5::abi {
+
+using ::rig::abi::store_be;
+using ::rig::abi::to_be32;
+using ::rig::abi::to_be64;
+
+inline constexpr std::size_t entry_size = 64;   // one basic block (MLX5_SEND_WQE_BB)
+inline constexpr std::size_t max_inline = 28;   // 64 - ctrl 16 - raddr 16 - inline header 4
+
+struct local { std::int64_t address, bytes, key; };
+struct remote { std::int64_t address, key; };
+
+struct write_op        { local src; remote dst; };
+struct write_inline_op { std::string_view data; remote dst; };
+struct read_op         { remote src; local dst; };
+struct send_op         { local src; };
+
+using op = std::variant<write_op, write_inline_op, read_op, send_op>;
+
+struct entry {
+    abi::op op;
+    bool signal;   // completion on success too; a failed entry always gets one
+};
+
+// Send opcodes (ctrl opcode byte; reference §4.3, mlx5dv.h MLX5_OPCODE_*).
+enum class send_opcode : std::uint8_t {
+    nop = 0x00,
+    rdma_write = 0x08,
+    rdma_write_imm = 0x09,
+    send = 0x0a,
+    send_imm = 0x0b,
+    rdma_read = 0x10,
+    atomic_cs = 0x11,
+    atomic_fa = 0x12,
+};
+
+// fm_ce_se byte: CE = 2 asks for a completion entry on success as well (MLX5_WQE_CTRL_CQ_UPDATE);
+// CE = 0 gives one only on error.
+inline constexpr std::uint8_t ctrl_cq_update = 0x08;
+inline constexpr std::uint8_t ctrl_solicited = 0x02;
+inline constexpr std::uint8_t ctrl_fence = 0x80;
+inline constexpr std::uint32_t inline_seg_flag = 0x80000000u;   // MLX5_INLINE_SEG
+inline constexpr std::uint32_t invalid_lkey = 0x100;            // MLX5_INVALID_LKEY
+
+inline constexpr std::int64_t max_qp = (std::int64_t{1} << 24) - 1;
+inline constexpr std::int64_t max_length = (std::int64_t{1} << 31) - 1;
+inline constexpr std::int64_t max_key = (std::int64_t{1} << 32) - 1;
+
+namespace detail {
+
+[[noreturn]] void refuse(const char* what, std::int64_t value);   // entry.cpp
+[[noreturn]] void refuse_place(std::size_t at, std::size_t size, std::size_t unit);
+[[noreturn]] void refuse_inline(std::size_t bytes);
+
+inline void check_length(std::int64_t n) {
+    if (n < 0 || n > max_length) [[unlikely]] {
+        refuse("length", n);
+    }
+}
+inline void check_key(std::int64_t k) {
+    if (k < 0 || k > max_key) [[unlikely]] {
+        refuse("key", k);
+    }
+}
+inline void check_address(std::int64_t a) {
+    if (a < 0) [[unlikely]] {
+        refuse("address", a);
+    }
+}
+inline void check(const local& l) {
+    check_address(l.address);
+    check_length(l.bytes);
+    check_key(l.key);
+}
+inline void check(const remote& r) {
+    check_address(r.address);
+    check_key(r.key);
+}
+
+// The block is composed in eight host-order words and stored once: no read-back of narrower
+// stores (reference/perftest-and-performance.md §2.4: read-back costs store-forwarding stalls).
+struct block {
+    std::uint64_t q[8] = {};
+
+    void ctrl(std::uint32_t index, send_opcode opc, std::uint32_t qpn, std::uint32_t ds,
+              bool signal) noexcept {
+        const std::uint32_t w0 = ((index & 0xffffu) << 8) | static_cast<std::uint32_t>(opc);
+        const std::uint32_t w1 = (qpn << 8) | ds;
+        q[0] = lo_hi(to_be32(w0), to_be32(w1));
+        // byte 8 signature 0, bytes 9..10 stream id 0, byte 11 fm_ce_se, bytes 12..15 imm 0
+        q[1] = lo_hi(static_cast<std::uint32_t>(signal ? ctrl_cq_update : 0) << 24, 0);
+    }
+    void raddr(std::size_t seg, const remote& r) noexcept {
+        q[seg * 2] = to_be64(static_cast<std::uint64_t>(r.address));
+        q[seg * 2 + 1] = lo_hi(to_be32(static_cast<std::uint32_t>(r.key)), 0);
+    }
+    void data(std::size_t seg, const local& l) noexcept {
+        q[seg * 2] = lo_hi(to_be32(static_cast<std::uint32_t>(l.bytes)),
+                           to_be32(static_cast<std::uint32_t>(l.key)));
+        q[seg * 2 + 1] = to_be64(static_cast<std::uint64_t>(l.address));
+    }
+    // the word whose bytes sit first in memory goes in the low half on a little-endian host
+    static constexpr std::uint64_t lo_hi(std::uint32_t first, std::uint32_t second) noexcept {
+        if constexpr (std::endian::native == std::endian::little) {
+            return std::uint64_t{first} | (std::uint64_t{second} << 32);
+        } else {
+            return (std::uint64_t{first} << 32) | std::uint64_t{second};
+        }
+    }
+};
+
+}  // namespace detail
+
+// Writes e in the 64 bytes of b at byte `at`, as entry number `index` (the ring's producer
+// count before the entry; the NIC reads its low 16 bits) of queue pair number `qp`.
+// Refusals throw std::invalid_argument naming the bad value, before any byte of b is written.
+inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const entry& e) {
+    if (at % entry_size != 0 || at > b.size() || b.size() - at < entry_size) [[unlikely]] {
+        detail::refuse_place(at, b.size(), entry_size);
+    }
+    if (qp < 0 || qp > max_qp) [[unlikely]] {
+        detail::refuse("qp", qp);
+    }
+    if (index < 0) [[unlikely]] {
+        detail::refuse("index", index);
+    }
+    const auto qpn = static_cast<std::uint32_t>(qp);
+    const auto idx = static_cast<std::uint32_t>(index & 0xffff);
+    detail::block w;
+
+    if (const auto* o = std::get_if<write_op>(&e.op)) {
+        detail::check(o->src);
+        detail::check(o->dst);
+        const bool has_data = o->src.bytes != 0;
+        w.ctrl(idx, send_opcode::rdma_write, qpn, has_data ? 3 : 2, e.signal);
+        w.raddr(1, o->dst);
+        if (has_data) {
+            w.data(2, o->src);
+        }
+    } else if (const auto* r = std::get_if<read_op>(&e.op)) {
+        detail::check(r->src);
+        detail::check(r->dst);
+        const bool has_data = r->dst.bytes != 0;
+        w.ctrl(idx, send_opcode::rdma_read, qpn, has_data ? 3 : 2, e.signal);
+        w.raddr(1, r->src);
+        if (has_data) {
+            w.data(2, r->dst);
+        }
+    } else if (const auto* s = std::get_if<send_op>(&e.op)) {
+        detail::check(s->src);
+        const bool has_data = s->src.bytes != 0;
+        w.ctrl(idx, send_opcode::send, qpn, has_data ? 2 : 1, e.signal);
+        if (has_data) {
+            w.data(1, s->src);
+        }
+    } else {
+        const auto& i = std::get<write_inline_op>(e.op);
+        if (i.data.size() > max_inline) [[unlikely]] {
+            detail::refuse_inline(i.data.size());
+        }
+        detail::check(i.dst);
+        const auto n = static_cast<std::uint32_t>(i.data.size());
+        // inline segment: 4-byte header + payload, rounded up to whole 16-byte units
+        const std::uint32_t inline_ds = (4 + n + 15) / 16;
+        w.ctrl(idx, send_opcode::rdma_write, qpn, 2 + inline_ds, e.signal);
+        w.raddr(1, i.dst);
+        std::byte* seg = reinterpret_cast<std::byte*>(&w.q[4]);
+        store_be<std::uint32_t>(seg, n | inline_seg_flag);
+        std::memcpy(seg + 4, i.data.data(), n);
+    }
+    std::memcpy(b.data() + at, w.q, entry_size);
+}
+
+// ---- receive entries --------------------------------------------------------------------------
+
+// A receive entry is a list of scatter entries (data segments) in a slot of `stride` bytes
+// (16 << qpc.log_rq_stride). A list shorter than the slot ends with a segment of byte_count 0
+// and the invalid lkey 0x100 (reference §4.4); zero-length elements are skipped as on send.
+inline constexpr std::size_t scatter_size = 16;
+
+inline void write_receive(std::span<std::byte> b, std::size_t at, std::size_t stride,
+                          std::span<const local> scatter) {
+    if (stride < scatter_size || (stride & (stride - 1)) != 0) [[unlikely]] {
+        detail::refuse("receive stride", static_cast<std::int64_t>(stride));
+    }
+    if (at % stride != 0 || at > b.size() || b.size() - at < stride) [[unlikely]] {
+        detail::refuse_place(at, b.size(), stride);
+    }
+    std::size_t used = 0;
+    for (const local& l : scatter) {
+        detail::check(l);
+        used += l.bytes != 0 ? 1 : 0;
+    }
+    if (used * scatter_size > stride) [[unlikely]] {
+        detail::refuse("scatter entries", static_cast<std::int64_t>(used));
+    }
+    std::byte* p = b.data() + at;
+    std::memset(p, 0, stride);
+    for (const local& l : scatter) {
+        if (l.bytes == 0) {
+            continue;
+        }
+        store_be<std::uint32_t>(p, static_cast<std::uint32_t>(l.bytes));
+        store_be<std::uint32_t>(p + 4, static_cast<std::uint32_t>(l.key));
+        store_be<std::uint64_t>(p + 8, static_cast<std::uint64_t>(l.address));
+        p += scatter_size;
+    }
+    if (used * scatter_size < stride) {
+        store_be<std::uint32_t>(p + 4, invalid_lkey);   // byte_count 0, addr 0: end of list
+    }
+}
+
+}  // namespace rig::mlx5::abi
