@@ -40,4 +40,51 @@ void refuse_inline(std::size_t bytes) {
                                 " fit one block)");
 }
 
+void check(const local& l) {
+    if (l.address < 0) {
+        refuse("address", l.address);
+    }
+    if (!valid_length(l.bytes)) {
+        refuse("length", l.bytes);
+    }
+    if (!valid_key(l.key)) {
+        refuse("key", l.key);
+    }
+}
+
+void check(const remote& r) {
+    if (r.address < 0) {
+        refuse("address", r.address);
+    }
+    if (!valid_key(r.key)) {
+        refuse("key", r.key);
+    }
+}
+
+// Called only once the hot path's combined predicate failed: names the first bad value, in the
+// order the seed lists the refusals. For a READ the local is the destination, the remote the
+// source; inline data has no local.
+void refuse_entry(std::size_t at, std::size_t size, std::int64_t qp, std::int64_t index,
+                  std::int64_t l_address, std::int64_t l_bytes, std::int64_t l_key,
+                  std::int64_t r_address, std::int64_t r_key, std::size_t inline_bytes,
+                  bool check_local) {
+    if (at % entry_size != 0 || at > size || size - at < entry_size) {
+        refuse_place(at, size, entry_size);
+    }
+    if (qp < 0 || qp > max_qp) {
+        refuse("qp", qp);
+    }
+    if (index < 0) {
+        refuse("index", index);
+    }
+    if (inline_bytes > max_inline) {
+        refuse_inline(inline_bytes);
+    }
+    if (check_local) {
+        check(local{l_address, l_bytes, l_key});
+    }
+    check(remote{r_address, r_key});
+    throw std::logic_error("mlx5 entry: refuse_entry found nothing to refuse");
+}
+
 }  // namespace rig::mlx5::abi::detail

@@ -76,53 +76,61 @@ namespace detail {
 [[noreturn]] void refuse(const char* what, std::int64_t value);   // entry.cpp
 [[noreturn]] void refuse_place(std::size_t at, std::size_t size, std::size_t unit);
 [[noreturn]] void refuse_inline(std::size_t bytes);
+void check(const local& l);    // throw naming the first bad value, in entry.cpp
+void check(const remote& r);
+// The values travel as scalars: g++ builds an aggregate argument (or the object a reference
+// names) in memory before the branch that leads to the call, which puts a dozen stack stores on
+// every entry's hot path; scalar arguments are only moved into place inside the cold branch.
+[[noreturn, gnu::cold]] void refuse_entry(std::size_t at, std::size_t size, std::int64_t qp,
+                                          std::int64_t index, std::int64_t l_address,
+                                          std::int64_t l_bytes, std::int64_t l_key,
+                                          std::int64_t r_address, std::int64_t r_key,
+                                          std::size_t inline_bytes, bool check_local);
 
-inline void check_length(std::int64_t n) {
-    if (n < 0 || n > max_length) [[unlikely]] {
-        refuse("length", n);
-    }
+// Validity as one predicate without branches: the hot path takes one well-predicted branch per
+// entry, and only a refused entry pays for finding which value was wrong (refuse_entry).
+// Unsigned compares fold "negative" into "too large".
+inline bool valid_length(std::int64_t n) noexcept {
+    return static_cast<std::uint64_t>(n) <= static_cast<std::uint64_t>(max_length);
 }
-inline void check_key(std::int64_t k) {
-    if (k < 0 || k > max_key) [[unlikely]] {
-        refuse("key", k);
-    }
+inline bool valid_key(std::int64_t k) noexcept {
+    return static_cast<std::uint64_t>(k) <= static_cast<std::uint64_t>(max_key);
 }
-inline void check_address(std::int64_t a) {
-    if (a < 0) [[unlikely]] {
-        refuse("address", a);
-    }
+inline bool valid(const local& l) noexcept {
+    return (l.address >= 0) & valid_length(l.bytes) & valid_key(l.key);
 }
-inline void check(const local& l) {
-    check_address(l.address);
-    check_length(l.bytes);
-    check_key(l.key);
-}
-inline void check(const remote& r) {
-    check_address(r.address);
-    check_key(r.key);
-}
+inline bool valid(const remote& r) noexcept { return (r.address >= 0) & valid_key(r.key); }
 
-// The block is composed in eight host-order words and stored once: no read-back of narrower
-// stores (reference/perftest-and-performance.md §2.4: read-back costs store-forwarding stalls).
+// The block is written as eight 64-bit stores straight into the ring, each word composed in a
+// register: no read-back, and no wide load of narrower stores (a block built on the stack and
+// copied with one memcpy costs a store-forwarding stall per entry, ~6x slower here; reference/
+// perftest-and-performance.md §2.4 saw the same effect). Every word of the block is stored,
+// the unused ones as zero. Callers validate everything before the first store.
 struct block {
-    std::uint64_t q[8] = {};
+    std::byte* p;
 
+    void put(std::size_t word, std::uint64_t v) const noexcept { std::memcpy(p + word * 8, &v, 8); }
+    void zero(std::size_t from_word) const noexcept {
+        for (std::size_t w = from_word; w < 8; ++w) {
+            put(w, 0);
+        }
+    }
     void ctrl(std::uint32_t index, send_opcode opc, std::uint32_t qpn, std::uint32_t ds,
-              bool signal) noexcept {
+              bool signal) const noexcept {
         const std::uint32_t w0 = ((index & 0xffffu) << 8) | static_cast<std::uint32_t>(opc);
         const std::uint32_t w1 = (qpn << 8) | ds;
-        q[0] = lo_hi(to_be32(w0), to_be32(w1));
+        put(0, lo_hi(to_be32(w0), to_be32(w1)));
         // byte 8 signature 0, bytes 9..10 stream id 0, byte 11 fm_ce_se, bytes 12..15 imm 0
-        q[1] = lo_hi(static_cast<std::uint32_t>(signal ? ctrl_cq_update : 0) << 24, 0);
+        put(1, lo_hi(to_be32(signal ? ctrl_cq_update : 0u), 0));
     }
-    void raddr(std::size_t seg, const remote& r) noexcept {
-        q[seg * 2] = to_be64(static_cast<std::uint64_t>(r.address));
-        q[seg * 2 + 1] = lo_hi(to_be32(static_cast<std::uint32_t>(r.key)), 0);
+    void raddr(std::size_t seg, const remote& r) const noexcept {
+        put(seg * 2, to_be64(static_cast<std::uint64_t>(r.address)));
+        put(seg * 2 + 1, lo_hi(to_be32(static_cast<std::uint32_t>(r.key)), 0));
     }
-    void data(std::size_t seg, const local& l) noexcept {
-        q[seg * 2] = lo_hi(to_be32(static_cast<std::uint32_t>(l.bytes)),
-                           to_be32(static_cast<std::uint32_t>(l.key)));
-        q[seg * 2 + 1] = to_be64(static_cast<std::uint64_t>(l.address));
+    void data(std::size_t seg, const local& l) const noexcept {
+        put(seg * 2, lo_hi(to_be32(static_cast<std::uint32_t>(l.bytes)),
+                           to_be32(static_cast<std::uint32_t>(l.key))));
+        put(seg * 2 + 1, to_be64(static_cast<std::uint64_t>(l.address)));
     }
     // the word whose bytes sit first in memory goes in the low half on a little-endian host
     static constexpr std::uint64_t lo_hi(std::uint32_t first, std::uint32_t second) noexcept {
@@ -136,65 +144,100 @@ struct block {
 
 }  // namespace detail
 
+namespace detail {
+
+// Where an entry goes, checked without branches; the typed writers add their own values.
+struct slot {
+    std::byte* p;
+    bool ok;                 // at, qp and index are all acceptable
+    std::uint32_t qpn, idx;
+
+    slot(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index) noexcept
+        : p(b.data() + at),
+          ok((at % entry_size == 0) & (at <= b.size()) & (b.size() - at >= entry_size) &
+             (static_cast<std::uint64_t>(qp) <= static_cast<std::uint64_t>(max_qp)) & (index >= 0)),
+          qpn(static_cast<std::uint32_t>(qp)),
+          idx(static_cast<std::uint32_t>(index & 0xffff)) {}
+};
+
+}  // namespace detail
+
+// The typed writers: what the queue-pair post path calls, one per operation. Same contract as
+// write(entry) below.
+inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const write_op& o, bool signal) {
+    const detail::slot s(b, at, qp, index);
+    if (!(s.ok & detail::valid(o.src) & detail::valid(o.dst))) [[unlikely]] {
+        detail::refuse_entry(at, b.size(), qp, index, o.src.address, o.src.bytes, o.src.key,
+                             o.dst.address, o.dst.key, 0, true);
+    }
+    const detail::block w{s.p};
+    const bool has_data = o.src.bytes != 0;
+    w.ctrl(s.idx, send_opcode::rdma_write, s.qpn, has_data ? 3 : 2, signal);
+    w.raddr(1, o.dst);
+    if (has_data) {
+        w.data(2, o.src);
+    }
+    w.zero(has_data ? 6 : 4);
+}
+
+inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const read_op& o, bool signal) {
+    const detail::slot s(b, at, qp, index);
+    if (!(s.ok & detail::valid(o.src) & detail::valid(o.dst))) [[unlikely]] {
+        detail::refuse_entry(at, b.size(), qp, index, o.dst.address, o.dst.bytes, o.dst.key,
+                             o.src.address, o.src.key, 0, true);
+    }
+    const detail::block w{s.p};
+    const bool has_data = o.dst.bytes != 0;
+    w.ctrl(s.idx, send_opcode::rdma_read, s.qpn, has_data ? 3 : 2, signal);
+    w.raddr(1, o.src);
+    if (has_data) {
+        w.data(2, o.dst);
+    }
+    w.zero(has_data ? 6 : 4);
+}
+
+inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const send_op& o, bool signal) {
+    const detail::slot s(b, at, qp, index);
+    if (!(s.ok & detail::valid(o.src))) [[unlikely]] {
+        detail::refuse_entry(at, b.size(), qp, index, o.src.address, o.src.bytes, o.src.key, 0, 0,
+                             0, true);
+    }
+    const detail::block w{s.p};
+    const bool has_data = o.src.bytes != 0;
+    w.ctrl(s.idx, send_opcode::send, s.qpn, has_data ? 2 : 1, signal);
+    if (has_data) {
+        w.data(1, o.src);
+    }
+    w.zero(has_data ? 4 : 2);
+}
+
+inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const write_inline_op& o, bool signal) {
+    const detail::slot s(b, at, qp, index);
+    if (!(s.ok & (o.data.size() <= max_inline) & detail::valid(o.dst))) [[unlikely]] {
+        detail::refuse_entry(at, b.size(), qp, index, 0, 0, 0, o.dst.address, o.dst.key,
+                             o.data.size(), false);
+    }
+    const detail::block w{s.p};
+    const auto n = static_cast<std::uint32_t>(o.data.size());
+    // inline segment: 4-byte header + payload, rounded up to whole 16-byte units
+    const std::uint32_t inline_ds = (4 + n + 15) / 16;
+    w.ctrl(s.idx, send_opcode::rdma_write, s.qpn, 2 + inline_ds, signal);
+    w.raddr(1, o.dst);
+    w.zero(4);
+    store_be<std::uint32_t>(s.p + 32, n | inline_seg_flag);
+    std::memcpy(s.p + 36, o.data.data(), n);
+}
+
 // Writes e in the 64 bytes of b at byte `at`, as entry number `index` (the ring's producer
 // count before the entry; the NIC reads its low 16 bits) of queue pair number `qp`.
 // Refusals throw std::invalid_argument naming the bad value, before any byte of b is written.
 inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const entry& e) {
-    if (at % entry_size != 0 || at > b.size() || b.size() - at < entry_size) [[unlikely]] {
-        detail::refuse_place(at, b.size(), entry_size);
-    }
-    if (qp < 0 || qp > max_qp) [[unlikely]] {
-        detail::refuse("qp", qp);
-    }
-    if (index < 0) [[unlikely]] {
-        detail::refuse("index", index);
-    }
-    const auto qpn = static_cast<std::uint32_t>(qp);
-    const auto idx = static_cast<std::uint32_t>(index & 0xffff);
-    detail::block w;
-
-    if (const auto* o = std::get_if<write_op>(&e.op)) {
-        detail::check(o->src);
-        detail::check(o->dst);
-        const bool has_data = o->src.bytes != 0;
-        w.ctrl(idx, send_opcode::rdma_write, qpn, has_data ? 3 : 2, e.signal);
-        w.raddr(1, o->dst);
-        if (has_data) {
-            w.data(2, o->src);
-        }
-    } else if (const auto* r = std::get_if<read_op>(&e.op)) {
-        detail::check(r->src);
-        detail::check(r->dst);
-        const bool has_data = r->dst.bytes != 0;
-        w.ctrl(idx, send_opcode::rdma_read, qpn, has_data ? 3 : 2, e.signal);
-        w.raddr(1, r->src);
-        if (has_data) {
-            w.data(2, r->dst);
-        }
-    } else if (const auto* s = std::get_if<send_op>(&e.op)) {
-        detail::check(s->src);
-        const bool has_data = s->src.bytes != 0;
-        w.ctrl(idx, send_opcode::send, qpn, has_data ? 2 : 1, e.signal);
-        if (has_data) {
-            w.data(1, s->src);
-        }
-    } else {
-        const auto& i = std::get<write_inline_op>(e.op);
-        if (i.data.size() > max_inline) [[unlikely]] {
-            detail::refuse_inline(i.data.size());
-        }
-        detail::check(i.dst);
-        const auto n = static_cast<std::uint32_t>(i.data.size());
-        // inline segment: 4-byte header + payload, rounded up to whole 16-byte units
-        const std::uint32_t inline_ds = (4 + n + 15) / 16;
-        w.ctrl(idx, send_opcode::rdma_write, qpn, 2 + inline_ds, e.signal);
-        w.raddr(1, i.dst);
-        std::byte* seg = reinterpret_cast<std::byte*>(&w.q[4]);
-        store_be<std::uint32_t>(seg, n | inline_seg_flag);
-        std::memcpy(seg + 4, i.data.data(), n);
-    }
-    std::memcpy(b.data() + at, w.q, entry_size);
+    std::visit([&](const auto& o) { write(b, at, qp, index, o, e.signal); }, e.op);
 }
 
 // ---- receive entries --------------------------------------------------------------------------

@@ -1,0 +1,480 @@
+#pragma once
+// The HWRM requests and responses of the RoCE bring-up path (reference bnxt.md §1.5-§1.8),
+// laid out as Linux 6.12 bnxt_hsi.h lays them out. Each list names the kernel struct it follows;
+// fields not listed are written as zero (reserved, or not used by a RoCE-only driver).
+#include "abi/bnxt/hwrm.hpp"
+
+namespace rig::bnxt::abi {
+
+// ---- HWRM_VER_GET (§1.6): the first request; learn window sizes, timeouts, chip ----------------
+
+#define RIG_BNXT_HWRM_VER_GET_INPUT(W, D, F, A)                    \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_VER_GET)                          \
+    D(hwrm_intf_maj, std::uint8_t, 16, HWRM_VERSION_MAJOR)         \
+    D(hwrm_intf_min, std::uint8_t, 17, HWRM_VERSION_MINOR)         \
+    D(hwrm_intf_upd, std::uint8_t, 18, HWRM_VERSION_UPDATE)
+RIG_BNXT_LAYOUT(hwrm_ver_get_input, 24, RIG_BNXT_HWRM_VER_GET_INPUT);
+
+#define RIG_BNXT_HWRM_VER_GET_OUTPUT(W, D, F, A)                   \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(hwrm_intf_maj_8b, std::uint8_t, 8)                           \
+    W(hwrm_intf_min_8b, std::uint8_t, 9)                           \
+    W(hwrm_intf_upd_8b, std::uint8_t, 10)                          \
+    W(hwrm_fw_maj_8b, std::uint8_t, 12)                            \
+    W(hwrm_fw_min_8b, std::uint8_t, 13)                            \
+    W(hwrm_fw_bld_8b, std::uint8_t, 14)                            \
+    W(dev_caps_cfg, std::uint32_t, 24)                             \
+    W(roce_fw_maj_8b, std::uint8_t, 28)                            \
+    W(roce_fw_min_8b, std::uint8_t, 29)                            \
+    W(roce_fw_bld_8b, std::uint8_t, 30)                            \
+    A(hwrm_fw_name, 32, 16)                                        \
+    A(roce_fw_name, 96, 16)                                        \
+    W(chip_num, std::uint16_t, 112)                                \
+    W(chip_rev, std::uint8_t, 114)                                 \
+    W(chip_metal, std::uint8_t, 115)                               \
+    W(chip_bond_id, std::uint8_t, 116)                             \
+    W(chip_platform_type, std::uint8_t, 117)                       \
+    W(max_req_win_len, std::uint16_t, 118)                         \
+    W(max_resp_len, std::uint16_t, 120)                            \
+    W(def_req_timeout, std::uint16_t, 122)                         \
+    W(flags, std::uint8_t, 124)                                    \
+    W(always_1, std::uint8_t, 127)                                 \
+    W(hwrm_intf_major, std::uint16_t, 128)                         \
+    W(hwrm_intf_minor, std::uint16_t, 130)                         \
+    W(hwrm_intf_build, std::uint16_t, 132)                         \
+    W(hwrm_intf_patch, std::uint16_t, 134)                         \
+    W(roce_fw_major, std::uint16_t, 160)                           \
+    W(roce_fw_minor, std::uint16_t, 162)                           \
+    W(roce_fw_build, std::uint16_t, 164)                           \
+    W(roce_fw_patch, std::uint16_t, 166)                           \
+    W(max_ext_req_len, std::uint16_t, 168)                         \
+    W(max_req_timeout, std::uint16_t, 170)                         \
+    RIG_BNXT_HWRM_VALID(W, 176)
+RIG_BNXT_LAYOUT(hwrm_ver_get_output, 176, RIG_BNXT_HWRM_VER_GET_OUTPUT);
+
+// ---- HWRM_FUNC_RESET, FUNC_DRV_RGTR / UNRGTR -----------------------------------------------------
+
+#define RIG_BNXT_HWRM_FUNC_RESET_INPUT(W, D, F, A)                 \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_RESET)                       \
+    W(enables, std::uint32_t, 16)                                  \
+    W(vf_id, std::uint16_t, 20)                                    \
+    W(func_reset_level, std::uint8_t, 22)
+RIG_BNXT_LAYOUT(hwrm_func_reset_input, 24, RIG_BNXT_HWRM_FUNC_RESET_INPUT);
+
+// The plain 16-byte response of requests that return nothing but success (FUNC_RESET, RING_FREE,
+// VNIC_CFG, FUNC_BACKING_STORE_CFG(_V2), …: bnxt_hsi.h spells each `unused_0[7]; valid`).
+#define RIG_BNXT_HWRM_FUNC_RESET_OUTPUT(W, D, F, A) RIG_BNXT_HWRM_RESP(W) RIG_BNXT_HWRM_VALID(W, 16)
+RIG_BNXT_LAYOUT(hwrm_func_reset_output, 16, RIG_BNXT_HWRM_FUNC_RESET_OUTPUT);
+
+#define RIG_BNXT_HWRM_FUNC_DRV_RGTR_INPUT(W, D, F, A)              \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_DRV_RGTR)                    \
+    W(flags, std::uint32_t, 16)                                    \
+    W(enables, std::uint32_t, 20)                                  \
+    W(os_type, std::uint16_t, 24)                                  \
+    W(ver_maj_8b, std::uint8_t, 26)                                \
+    W(ver_min_8b, std::uint8_t, 27)                                \
+    W(ver_upd_8b, std::uint8_t, 28)                                \
+    W(timestamp, std::uint32_t, 32)                                \
+    A(vf_req_fwd, 40, 32)                                          \
+    A(async_event_fwd, 72, 32)                                     \
+    W(ver_maj, std::uint16_t, 104)                                 \
+    W(ver_min, std::uint16_t, 106)                                 \
+    W(ver_upd, std::uint16_t, 108)                                 \
+    W(ver_patch, std::uint16_t, 110)
+RIG_BNXT_LAYOUT(hwrm_func_drv_rgtr_input, 112, RIG_BNXT_HWRM_FUNC_DRV_RGTR_INPUT);
+
+#define RIG_BNXT_HWRM_FUNC_DRV_RGTR_OUTPUT(W, D, F, A)             \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(flags, std::uint32_t, 8)                                     \
+    RIG_BNXT_HWRM_VALID(W, 16)
+RIG_BNXT_LAYOUT(hwrm_func_drv_rgtr_output, 16, RIG_BNXT_HWRM_FUNC_DRV_RGTR_OUTPUT);
+
+#define RIG_BNXT_HWRM_FUNC_DRV_UNRGTR_INPUT(W, D, F, A)            \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_DRV_UNRGTR)                  \
+    W(flags, std::uint32_t, 16)
+RIG_BNXT_LAYOUT(hwrm_func_drv_unrgtr_input, 24, RIG_BNXT_HWRM_FUNC_DRV_UNRGTR_INPUT);
+
+// ---- HWRM_FUNC_QCAPS, FUNC_QCFG, FUNC_CFG --------------------------------------------------------
+
+#define RIG_BNXT_HWRM_FUNC_QCAPS_INPUT(W, D, F, A)                 \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_QCAPS)                       \
+    D(fid, std::uint16_t, 16, 0xffff)
+RIG_BNXT_LAYOUT(hwrm_func_qcaps_input, 24, RIG_BNXT_HWRM_FUNC_QCAPS_INPUT);
+
+#define RIG_BNXT_HWRM_FUNC_QCAPS_OUTPUT(W, D, F, A)                \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(fid, std::uint16_t, 8)                                       \
+    W(port_id, std::uint16_t, 10)                                  \
+    W(flags, std::uint32_t, 12)                                    \
+    A(mac_address, 16, 6)                                          \
+    W(max_rsscos_ctx, std::uint16_t, 22)                           \
+    W(max_cmpl_rings, std::uint16_t, 24)                           \
+    W(max_tx_rings, std::uint16_t, 26)                             \
+    W(max_rx_rings, std::uint16_t, 28)                             \
+    W(max_l2_ctxs, std::uint16_t, 30)                              \
+    W(max_vnics, std::uint16_t, 32)                                \
+    W(first_vf_id, std::uint16_t, 34)                              \
+    W(max_vfs, std::uint16_t, 36)                                  \
+    W(max_stat_ctx, std::uint16_t, 38)                             \
+    W(max_hw_ring_grps, std::uint32_t, 72)                         \
+    W(max_sp_tx_rings, std::uint16_t, 76)                          \
+    W(max_msix_vfs, std::uint16_t, 78)                             \
+    W(flags_ext, std::uint32_t, 80)                                \
+    W(flags_ext2, std::uint32_t, 88)                               \
+    W(roce_vf_max_av, std::uint32_t, 108)                          \
+    W(roce_vf_max_cq, std::uint32_t, 112)                          \
+    W(roce_vf_max_mrw, std::uint32_t, 116)                         \
+    W(roce_vf_max_qp, std::uint32_t, 120)                          \
+    W(roce_vf_max_srq, std::uint32_t, 124)                         \
+    W(roce_vf_max_gid, std::uint32_t, 128)                         \
+    W(flags_ext3, std::uint32_t, 132)                              \
+    W(max_roce_vfs, std::uint16_t, 136)                            \
+    RIG_BNXT_HWRM_VALID(W, 144)
+RIG_BNXT_LAYOUT(hwrm_func_qcaps_output, 144, RIG_BNXT_HWRM_FUNC_QCAPS_OUTPUT);
+
+#define RIG_BNXT_HWRM_FUNC_QCFG_INPUT(W, D, F, A)                  \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_QCFG)                        \
+    D(fid, std::uint16_t, 16, 0xffff)
+RIG_BNXT_LAYOUT(hwrm_func_qcfg_input, 24, RIG_BNXT_HWRM_FUNC_QCFG_INPUT);
+
+// db_offset/db_size of §1.6 come from l2_doorbell_bar_size_kb and legacy_l2_db_size_kb.
+#define RIG_BNXT_HWRM_FUNC_QCFG_OUTPUT(W, D, F, A)                 \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(fid, std::uint16_t, 8)                                       \
+    W(port_id, std::uint16_t, 10)                                  \
+    W(vlan, std::uint16_t, 12)                                     \
+    W(flags, std::uint16_t, 14)                                    \
+    A(mac_address, 16, 6)                                          \
+    W(pci_id, std::uint16_t, 22)                                   \
+    W(alloc_rsscos_ctx, std::uint16_t, 24)                         \
+    W(alloc_cmpl_rings, std::uint16_t, 26)                         \
+    W(alloc_tx_rings, std::uint16_t, 28)                           \
+    W(alloc_rx_rings, std::uint16_t, 30)                           \
+    W(alloc_l2_ctx, std::uint16_t, 32)                             \
+    W(alloc_vnics, std::uint16_t, 34)                              \
+    W(admin_mtu, std::uint16_t, 36)                                \
+    W(mru, std::uint16_t, 38)                                      \
+    W(stat_ctx_id, std::uint16_t, 40)                              \
+    W(dflt_vnic_id, std::uint16_t, 44)                             \
+    W(max_mtu_configured, std::uint16_t, 46)                       \
+    W(alloc_stat_ctx, std::uint16_t, 70)                           \
+    W(alloc_msix, std::uint16_t, 72)                               \
+    W(l2_doorbell_bar_size_kb, std::uint16_t, 76)                  \
+    W(legacy_l2_db_size_kb, std::uint16_t, 84)                     \
+    W(db_page_size, std::uint8_t, 89)                              \
+    W(roce_vnic_id, std::uint16_t, 90)                             \
+    W(host_mtu, std::uint16_t, 100)                                \
+    W(roce_max_av_per_vf, std::uint32_t, 132)                      \
+    W(roce_max_cq_per_vf, std::uint32_t, 136)                      \
+    W(roce_max_mrw_per_vf, std::uint32_t, 140)                     \
+    W(roce_max_qp_per_vf, std::uint32_t, 144)                      \
+    W(roce_max_srq_per_vf, std::uint32_t, 148)                     \
+    W(roce_max_gid_per_vf, std::uint32_t, 152)                     \
+    RIG_BNXT_HWRM_VALID(W, 160)
+RIG_BNXT_LAYOUT(hwrm_func_qcfg_output, 160, RIG_BNXT_HWRM_FUNC_QCFG_OUTPUT);
+
+// Resource reservation (§1.6 HWRM_FUNC_CFG): num_msix counts the NQs, RoCE's included.
+#define RIG_BNXT_HWRM_FUNC_CFG_INPUT(W, D, F, A)                   \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_CFG)                         \
+    D(fid, std::uint16_t, 16, 0xffff)                              \
+    W(num_msix, std::uint16_t, 18)                                 \
+    W(flags, std::uint32_t, 20)                                    \
+    W(enables, std::uint32_t, 24)                                  \
+    W(admin_mtu, std::uint16_t, 28)                                \
+    W(mru, std::uint16_t, 30)                                      \
+    W(num_rsscos_ctxs, std::uint16_t, 32)                          \
+    W(num_cmpl_rings, std::uint16_t, 34)                           \
+    W(num_tx_rings, std::uint16_t, 36)                             \
+    W(num_rx_rings, std::uint16_t, 38)                             \
+    W(num_l2_ctxs, std::uint16_t, 40)                              \
+    W(num_vnics, std::uint16_t, 42)                                \
+    W(num_stat_ctxs, std::uint16_t, 44)                            \
+    W(num_hw_ring_grps, std::uint16_t, 46)                         \
+    A(dflt_mac_addr, 48, 6)                                        \
+    W(dflt_vlan, std::uint16_t, 54)                                \
+    W(async_event_cr, std::uint16_t, 80)                           \
+    W(host_mtu, std::uint16_t, 102)                                \
+    W(flags2, std::uint32_t, 104)                                  \
+    W(enables2, std::uint32_t, 108)                                \
+    W(roce_max_av_per_vf, std::uint32_t, 132)                      \
+    W(roce_max_cq_per_vf, std::uint32_t, 136)                      \
+    W(roce_max_mrw_per_vf, std::uint32_t, 140)                     \
+    W(roce_max_qp_per_vf, std::uint32_t, 144)                      \
+    W(roce_max_srq_per_vf, std::uint32_t, 148)                     \
+    W(roce_max_gid_per_vf, std::uint32_t, 152)
+RIG_BNXT_LAYOUT(hwrm_func_cfg_input, 160, RIG_BNXT_HWRM_FUNC_CFG_INPUT);
+
+// ---- context memory: FUNC_BACKING_STORE_QCAPS / CFG (P5) and their _V2 (P7, §1.7) -------------
+
+#define RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_INPUT(W, D, F, A)   \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_BACKING_STORE_QCAPS)
+RIG_BNXT_LAYOUT(hwrm_func_backing_store_qcaps_input, 16,
+                RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_INPUT);
+
+#define RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_OUTPUT(W, D, F, A)  \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(qp_max_entries, std::uint32_t, 8)                            \
+    W(qp_min_qp1_entries, std::uint16_t, 12)                       \
+    W(qp_max_l2_entries, std::uint16_t, 14)                        \
+    W(qp_entry_size, std::uint16_t, 16)                            \
+    W(srq_max_l2_entries, std::uint16_t, 18)                       \
+    W(srq_max_entries, std::uint32_t, 20)                          \
+    W(srq_entry_size, std::uint16_t, 24)                           \
+    W(cq_max_l2_entries, std::uint16_t, 26)                        \
+    W(cq_max_entries, std::uint32_t, 28)                           \
+    W(cq_entry_size, std::uint16_t, 32)                            \
+    W(vnic_max_vnic_entries, std::uint16_t, 34)                    \
+    W(vnic_max_ring_table_entries, std::uint16_t, 36)              \
+    W(vnic_entry_size, std::uint16_t, 38)                          \
+    W(stat_max_entries, std::uint32_t, 40)                         \
+    W(stat_entry_size, std::uint16_t, 44)                          \
+    W(tqm_entry_size, std::uint16_t, 46)                           \
+    W(tqm_min_entries_per_ring, std::uint32_t, 48)                 \
+    W(tqm_max_entries_per_ring, std::uint32_t, 52)                 \
+    W(mrav_max_entries, std::uint32_t, 56)                         \
+    W(mrav_entry_size, std::uint16_t, 60)                          \
+    W(tim_entry_size, std::uint16_t, 62)                           \
+    W(tim_max_entries, std::uint32_t, 64)                          \
+    W(mrav_num_entries_units, std::uint16_t, 68)                   \
+    W(tqm_entries_multiple, std::uint8_t, 70)                      \
+    W(ctx_kind_initializer, std::uint8_t, 71)                      \
+    W(ctx_init_mask, std::uint16_t, 72)                            \
+    W(qp_init_offset, std::uint8_t, 74)                            \
+    W(srq_init_offset, std::uint8_t, 75)                           \
+    W(cq_init_offset, std::uint8_t, 76)                            \
+    W(vnic_init_offset, std::uint8_t, 77)                          \
+    W(tqm_fp_rings_count, std::uint8_t, 78)                        \
+    W(stat_init_offset, std::uint8_t, 79)                          \
+    W(mrav_init_offset, std::uint8_t, 80)                          \
+    W(tqm_fp_rings_count_ext, std::uint8_t, 81)                    \
+    W(fast_qpmd_qp_num_entries, std::uint16_t, 96)                 \
+    RIG_BNXT_HWRM_VALID(W, 104)
+RIG_BNXT_LAYOUT(hwrm_func_backing_store_qcaps_output, 104,
+                RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_OUTPUT);
+
+// One context type's three fields in FUNC_BACKING_STORE_CFG: its pg_size_lvl byte (level in
+// bits 0-3, page size in bits 4-7), its page directory and its entry count.
+#define RIG_BNXT_BS_TYPE(W, F, t, lvl_off, dir_off, num_off)       \
+    F(t##_lvl, std::uint8_t, lvl_off, 0x0f, 0)                     \
+    F(t##_pg_size, std::uint8_t, lvl_off, 0xf0, 4)                 \
+    W(t##_page_dir, std::uint64_t, dir_off)                        \
+    W(t##_num_entries, std::uint32_t, num_off)
+
+// The QP type names its pg_size_lvl byte and page directory "qpc" but its count "qp".
+#define RIG_BNXT_HWRM_FUNC_BACKING_STORE_CFG_INPUT(W, D, F, A)     \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_BACKING_STORE_CFG)           \
+    W(flags, std::uint32_t, 16)                                    \
+    W(enables, std::uint32_t, 20)                                  \
+    F(qpc_lvl, std::uint8_t, 24, 0x0f, 0)                          \
+    F(qpc_pg_size, std::uint8_t, 24, 0xf0, 4)                      \
+    W(qpc_page_dir, std::uint64_t, 40)                             \
+    W(qp_num_entries, std::uint32_t, 168)                          \
+    RIG_BNXT_BS_TYPE(W, F, srq, 25, 48, 172)                       \
+    RIG_BNXT_BS_TYPE(W, F, cq, 26, 56, 176)                        \
+    F(vnic_lvl, std::uint8_t, 27, 0x0f, 0)                         \
+    F(vnic_pg_size, std::uint8_t, 27, 0xf0, 4)                     \
+    W(vnic_page_dir, std::uint64_t, 64)                            \
+    RIG_BNXT_BS_TYPE(W, F, stat, 28, 72, 180)                      \
+    RIG_BNXT_BS_TYPE(W, F, tqm_sp, 29, 80, 184)                    \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring0, 30, 88, 188)                 \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring1, 31, 96, 192)                 \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring2, 32, 104, 196)                \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring3, 33, 112, 200)                \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring4, 34, 120, 204)                \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring5, 35, 128, 208)                \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring6, 36, 136, 212)                \
+    RIG_BNXT_BS_TYPE(W, F, tqm_ring7, 37, 144, 216)                \
+    RIG_BNXT_BS_TYPE(W, F, mrav, 38, 152, 220)                     \
+    RIG_BNXT_BS_TYPE(W, F, tim, 39, 160, 224)                      \
+    W(qp_num_qp1_entries, std::uint16_t, 228)                      \
+    W(qp_num_l2_entries, std::uint16_t, 230)                       \
+    W(qp_entry_size, std::uint16_t, 232)                           \
+    W(srq_num_l2_entries, std::uint16_t, 234)                      \
+    W(srq_entry_size, std::uint16_t, 236)                          \
+    W(cq_num_l2_entries, std::uint16_t, 238)                       \
+    W(cq_entry_size, std::uint16_t, 240)                           \
+    W(vnic_num_vnic_entries, std::uint16_t, 242)                   \
+    W(vnic_num_ring_table_entries, std::uint16_t, 244)             \
+    W(vnic_entry_size, std::uint16_t, 246)                         \
+    W(stat_entry_size, std::uint16_t, 248)                         \
+    W(tqm_entry_size, std::uint16_t, 250)                          \
+    W(mrav_entry_size, std::uint16_t, 252)                         \
+    W(tim_entry_size, std::uint16_t, 254)                          \
+    F(ring8_tqm_ring_lvl, std::uint8_t, 256, 0x0f, 0)              \
+    F(ring8_tqm_ring_pg_size, std::uint8_t, 256, 0xf0, 4)          \
+    W(tqm_ring8_num_entries, std::uint32_t, 260)                   \
+    W(tqm_ring8_page_dir, std::uint64_t, 264)                      \
+    W(qp_num_fast_qpmd_entries, std::uint16_t, 334)
+RIG_BNXT_LAYOUT(hwrm_func_backing_store_cfg_input, 336,
+                RIG_BNXT_HWRM_FUNC_BACKING_STORE_CFG_INPUT);
+
+#define RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_V2_INPUT(W, D, F, A) \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_BACKING_STORE_QCAPS_V2)      \
+    W(type, std::uint16_t, 16)
+RIG_BNXT_LAYOUT(hwrm_func_backing_store_qcaps_v2_input, 24,
+                RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_V2_INPUT);
+
+#define RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_V2_OUTPUT(W, D, F, A) \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(type, std::uint16_t, 8)                                      \
+    W(entry_size, std::uint16_t, 10)                               \
+    W(flags, std::uint32_t, 12)                                    \
+    W(instance_bit_map, std::uint32_t, 16)                         \
+    W(ctx_init_value, std::uint8_t, 20)                            \
+    W(ctx_init_offset, std::uint8_t, 21)                           \
+    W(entry_multiple, std::uint8_t, 22)                            \
+    W(max_num_entries, std::uint32_t, 24)                          \
+    W(min_num_entries, std::uint32_t, 28)                          \
+    W(next_valid_type, std::uint16_t, 32)                          \
+    W(subtype_valid_cnt, std::uint8_t, 34)                         \
+    W(exact_cnt_bit_map, std::uint8_t, 35)                         \
+    W(split_entry_0, std::uint32_t, 36)                            \
+    W(split_entry_1, std::uint32_t, 40)                            \
+    W(split_entry_2, std::uint32_t, 44)                            \
+    W(split_entry_3, std::uint32_t, 48)                            \
+    W(max_instance_count, std::uint16_t, 52)                       \
+    RIG_BNXT_HWRM_VALID(W, 56)
+RIG_BNXT_LAYOUT(hwrm_func_backing_store_qcaps_v2_output, 56,
+                RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_V2_OUTPUT);
+
+#define RIG_BNXT_HWRM_FUNC_BACKING_STORE_CFG_V2_INPUT(W, D, F, A)  \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_BACKING_STORE_CFG_V2)        \
+    W(type, std::uint16_t, 16)                                     \
+    W(instance, std::uint16_t, 18)                                 \
+    W(flags, std::uint32_t, 20)                                    \
+    W(page_dir, std::uint64_t, 24)                                 \
+    W(num_entries, std::uint32_t, 32)                              \
+    W(entry_size, std::uint16_t, 36)                               \
+    F(pbl_level, std::uint8_t, 38, 0x0f, 0)                        \
+    F(page_size, std::uint8_t, 38, 0xf0, 4)                        \
+    W(subtype_valid_cnt, std::uint8_t, 39)                         \
+    W(split_entry_0, std::uint32_t, 40)                            \
+    W(split_entry_1, std::uint32_t, 44)                            \
+    W(split_entry_2, std::uint32_t, 48)                            \
+    W(split_entry_3, std::uint32_t, 52)                            \
+    W(enables, std::uint32_t, 56)                                  \
+    W(next_bs_offset, std::uint32_t, 60)
+RIG_BNXT_LAYOUT(hwrm_func_backing_store_cfg_v2_input, 64,
+                RIG_BNXT_HWRM_FUNC_BACKING_STORE_CFG_V2_INPUT);
+
+// ---- rings (the CREQ and RoCE NQs are type NQ on P5/P7, §2.1), stat contexts --------------------
+
+#define RIG_BNXT_HWRM_RING_ALLOC_INPUT(W, D, F, A)                 \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_RING_ALLOC)                       \
+    W(enables, std::uint32_t, 16)                                  \
+    W(ring_type, std::uint8_t, 20)                                 \
+    W(cmpl_coal_cnt, std::uint8_t, 21)                             \
+    W(flags, std::uint16_t, 22)                                    \
+    W(page_tbl_addr, std::uint64_t, 24)                            \
+    W(fbo, std::uint32_t, 32)                                      \
+    W(page_size, std::uint8_t, 36)                                 \
+    W(page_tbl_depth, std::uint8_t, 37)                            \
+    W(schq_id, std::uint16_t, 38)                                  \
+    W(length, std::uint32_t, 40)                                   \
+    W(logical_id, std::uint16_t, 44)                               \
+    W(cmpl_ring_id, std::uint16_t, 46)                             \
+    W(queue_id, std::uint16_t, 48)                                 \
+    W(rx_buf_size, std::uint16_t, 50)                              \
+    W(rx_ring_id, std::uint16_t, 52)                               \
+    W(nq_ring_id, std::uint16_t, 54)                               \
+    W(stat_ctx_id, std::uint32_t, 64)                              \
+    W(int_mode, std::uint8_t, 76)                                  \
+    W(cq_handle, std::uint64_t, 80)
+RIG_BNXT_LAYOUT(hwrm_ring_alloc_input, 88, RIG_BNXT_HWRM_RING_ALLOC_INPUT);
+
+#define RIG_BNXT_HWRM_RING_ALLOC_OUTPUT(W, D, F, A)                \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(ring_id, std::uint16_t, 8)                                   \
+    W(logical_ring_id, std::uint16_t, 10)                          \
+    W(push_buffer_index, std::uint8_t, 12)                         \
+    RIG_BNXT_HWRM_VALID(W, 16)
+RIG_BNXT_LAYOUT(hwrm_ring_alloc_output, 16, RIG_BNXT_HWRM_RING_ALLOC_OUTPUT);
+
+#define RIG_BNXT_HWRM_RING_FREE_INPUT(W, D, F, A)                  \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_RING_FREE)                        \
+    W(ring_type, std::uint8_t, 16)                                 \
+    W(flags, std::uint8_t, 17)                                     \
+    W(ring_id, std::uint16_t, 18)                                  \
+    W(prod_idx, std::uint32_t, 20)                                 \
+    W(opaque, std::uint32_t, 24)
+RIG_BNXT_LAYOUT(hwrm_ring_free_input, 32, RIG_BNXT_HWRM_RING_FREE_INPUT);
+
+#define RIG_BNXT_HWRM_STAT_CTX_ALLOC_INPUT(W, D, F, A)             \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_STAT_CTX_ALLOC)                   \
+    W(stats_dma_addr, std::uint64_t, 16)                           \
+    W(update_period_ms, std::uint32_t, 24)                         \
+    W(stat_ctx_flags, std::uint8_t, 28)                            \
+    W(stats_dma_length, std::uint16_t, 30)                         \
+    W(flags, std::uint16_t, 32)                                    \
+    W(steering_tag, std::uint16_t, 34)                             \
+    W(stat_ctx_id, std::uint32_t, 36)                              \
+    W(alloc_seq_id, std::uint16_t, 40)
+RIG_BNXT_LAYOUT(hwrm_stat_ctx_alloc_input, 48, RIG_BNXT_HWRM_STAT_CTX_ALLOC_INPUT);
+
+#define RIG_BNXT_HWRM_STAT_CTX_ALLOC_OUTPUT(W, D, F, A)            \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(stat_ctx_id, std::uint32_t, 8)                               \
+    RIG_BNXT_HWRM_VALID(W, 16)
+RIG_BNXT_LAYOUT(hwrm_stat_ctx_alloc_output, 16, RIG_BNXT_HWRM_STAT_CTX_ALLOC_OUTPUT);
+
+#define RIG_BNXT_HWRM_STAT_CTX_FREE_INPUT(W, D, F, A)              \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_STAT_CTX_FREE)                    \
+    W(stat_ctx_id, std::uint32_t, 16)
+RIG_BNXT_LAYOUT(hwrm_stat_ctx_free_input, 24, RIG_BNXT_HWRM_STAT_CTX_FREE_INPUT);
+
+// ---- the L2 plumbing RoCE receive needs (§1.8 step 9): VNIC and the TRAFFIC_ROCE filter -------
+
+#define RIG_BNXT_HWRM_VNIC_ALLOC_INPUT(W, D, F, A)                 \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_VNIC_ALLOC)                       \
+    W(flags, std::uint32_t, 16)                                    \
+    W(virtio_net_fid, std::uint16_t, 20)
+RIG_BNXT_LAYOUT(hwrm_vnic_alloc_input, 24, RIG_BNXT_HWRM_VNIC_ALLOC_INPUT);
+
+#define RIG_BNXT_HWRM_VNIC_ALLOC_OUTPUT(W, D, F, A)                \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(vnic_id, std::uint32_t, 8)                                   \
+    RIG_BNXT_HWRM_VALID(W, 16)
+RIG_BNXT_LAYOUT(hwrm_vnic_alloc_output, 16, RIG_BNXT_HWRM_VNIC_ALLOC_OUTPUT);
+
+#define RIG_BNXT_HWRM_VNIC_CFG_INPUT(W, D, F, A)                   \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_VNIC_CFG)                         \
+    W(flags, std::uint32_t, 16)                                    \
+    W(enables, std::uint32_t, 20)                                  \
+    W(vnic_id, std::uint16_t, 24)                                  \
+    W(dflt_ring_grp, std::uint16_t, 26)                            \
+    W(rss_rule, std::uint16_t, 28)                                 \
+    W(cos_rule, std::uint16_t, 30)                                 \
+    W(lb_rule, std::uint16_t, 32)                                  \
+    W(mru, std::uint16_t, 34)                                      \
+    W(default_rx_ring_id, std::uint16_t, 36)                       \
+    W(default_cmpl_ring_id, std::uint16_t, 38)                     \
+    W(queue_id, std::uint16_t, 40)
+RIG_BNXT_LAYOUT(hwrm_vnic_cfg_input, 48, RIG_BNXT_HWRM_VNIC_CFG_INPUT);
+
+#define RIG_BNXT_HWRM_CFA_L2_FILTER_ALLOC_INPUT(W, D, F, A)        \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_CFA_L2_FILTER_ALLOC)              \
+    W(flags, std::uint32_t, 16)                                    \
+    W(enables, std::uint32_t, 20)                                  \
+    A(l2_addr, 24, 6)                                              \
+    W(num_vlans, std::uint8_t, 30)                                 \
+    A(l2_addr_mask, 32, 6)                                         \
+    W(l2_ovlan, std::uint16_t, 38)                                 \
+    W(l2_ovlan_mask, std::uint16_t, 40)                            \
+    W(l2_ivlan, std::uint16_t, 42)                                 \
+    W(l2_ivlan_mask, std::uint16_t, 44)                            \
+    W(src_type, std::uint8_t, 70)                                  \
+    W(src_id, std::uint32_t, 72)                                   \
+    W(dst_id, std::uint16_t, 78)                                   \
+    W(mirror_vnic_id, std::uint16_t, 80)                           \
+    W(pri_hint, std::uint8_t, 82)                                  \
+    W(l2_filter_id_hint, std::uint64_t, 88)
+RIG_BNXT_LAYOUT(hwrm_cfa_l2_filter_alloc_input, 96, RIG_BNXT_HWRM_CFA_L2_FILTER_ALLOC_INPUT);
+
+#define RIG_BNXT_HWRM_CFA_L2_FILTER_ALLOC_OUTPUT(W, D, F, A)       \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(l2_filter_id, std::uint64_t, 8)                              \
+    F(flow_id_value, std::uint32_t, 16, 0x3fffffff, 0)             \
+    RIG_BNXT_HWRM_VALID(W, 24)
+RIG_BNXT_LAYOUT(hwrm_cfa_l2_filter_alloc_output, 24, RIG_BNXT_HWRM_CFA_L2_FILTER_ALLOC_OUTPUT);
+
+}  // namespace rig::bnxt::abi

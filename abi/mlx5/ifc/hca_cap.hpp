@@ -1,0 +1,366 @@
+#pragma once
+// The capability pages a driver reads with QUERY_HCA_CAP and writes back with SET_HCA_CAP:
+// general device capabilities (mlx5_ifc.h cmd_hca_cap, cap type 0) and RoCE capabilities
+// (roce_cap, cap type 4). Reference §3.3.
+//
+// cmd_hca_cap lists every named field of the kernel's struct (6.12), not only those a RoCE RC
+// driver reads: the device model answers QUERY_HCA_CAP with this page, and a field it does not
+// know would read as zero ("not supported"), which is the safe answer. The fields that matter
+// to a RoCE RC driver: port_type (1 = Ethernet), roce, log_max_qp/cq/eq/mkey/pd and their _sz,
+// log_max_msg, log_max_ra_req_qp/res_qp, gid_table_size, pkey_table_size, cqe_version,
+// cmdif_checksum, uar_4k, log_uar_page_sz, log_bf_reg_size, max_wqe_sz_sq/rq, sq_ts_format,
+// umem_uid_0, mkey_by_name, fast_teardown, force_teardown, device_frequency_khz, num_ports,
+// native_port_num, max_num_eqs, disable_link_up (rdma-core's disable_link_up_by_init_hca).
+// Reserved gaps are omitted as everywhere: write 0, ignore on read.
+#include "abi/mlx5/layout.hpp"
+
+namespace rig::mlx5::ifc {
+
+// mlx5_ifc.h cmd_hca_cap, 256 bytes at QUERY_HCA_CAP out + 0x10 (op_mod 0 MAX / 1 CUR).
+#define RIG_MLX5_CMD_HCA_CAP(F, S)                                  \
+    F(page_request_disable,                           0x6,   0x1)   \
+    F(shared_object_to_user_object_allowed,           0x10,  0x1)   \
+    F(vhca_resource_manager,                          0x1f,  0x1)   \
+    F(hca_cap_2,                                      0x20,  0x1)   \
+    F(create_lag_when_not_master_up,                  0x21,  0x1)   \
+    F(dtor,                                           0x22,  0x1)   \
+    F(event_on_vhca_state_teardown_request,           0x23,  0x1)   \
+    F(event_on_vhca_state_in_use,                     0x24,  0x1)   \
+    F(event_on_vhca_state_active,                     0x25,  0x1)   \
+    F(event_on_vhca_state_allocated,                  0x26,  0x1)   \
+    F(event_on_vhca_state_invalid,                    0x27,  0x1)   \
+    F(vhca_id,                                        0x30,  0x10)  \
+    F(log_max_srq_sz,                                 0x80,  0x8)   \
+    F(log_max_qp_sz,                                  0x88,  0x8)   \
+    F(event_cap,                                      0x90,  0x1)   \
+    F(isolate_vl_tc_new,                              0x93,  0x1)   \
+    F(prio_tag_required,                              0x98,  0x1)   \
+    F(log_max_qp,                                     0x9b,  0x5)   \
+    F(ece_support,                                    0xa3,  0x1)   \
+    F(reg_c_preserve,                                 0xa9,  0x1)   \
+    F(log_max_srq,                                    0xab,  0x5)   \
+    F(uplink_follow,                                  0xb1,  0x1)   \
+    F(ts_cqe_to_dest_cqn,                             0xb2,  0x1)   \
+    F(go_back_n,                                      0xb9,  0x1)   \
+    F(max_sgl_for_optimized_performance,              0xc0,  0x8)   \
+    F(log_max_cq_sz,                                  0xc8,  0x8)   \
+    F(relaxed_ordering_write_umr,                     0xd0,  0x1)   \
+    F(relaxed_ordering_read_umr,                      0xd1,  0x1)   \
+    F(virtio_net_device_emualtion_manager,            0xd9,  0x1)   \
+    F(virtio_blk_device_emualtion_manager,            0xda,  0x1)   \
+    F(log_max_cq,                                     0xdb,  0x5)   \
+    F(log_max_eq_sz,                                  0xe0,  0x8)   \
+    F(relaxed_ordering_write,                         0xe8,  0x1)   \
+    F(relaxed_ordering_read_pci_enabled,              0xe9,  0x1)   \
+    F(log_max_mkey,                                   0xea,  0x6)   \
+    F(terminate_scatter_list_mkey,                    0xf6,  0x1)   \
+    F(repeated_mkey,                                  0xf7,  0x1)   \
+    F(dump_fill_mkey,                                 0xf8,  0x1)   \
+    F(fast_teardown,                                  0xfb,  0x1)   \
+    F(log_max_eq,                                     0xfc,  0x4)   \
+    F(max_indirection,                                0x100, 0x8)   \
+    F(fixed_buffer_size,                              0x108, 0x1)   \
+    F(log_max_mrw_sz,                                 0x109, 0x7)   \
+    F(force_teardown,                                 0x110, 0x1)   \
+    F(log_max_bsf_list_size,                          0x112, 0x6)   \
+    F(umr_extended_translation_offset,                0x118, 0x1)   \
+    F(null_mkey,                                      0x119, 0x1)   \
+    F(log_max_klm_list_size,                          0x11a, 0x6)   \
+    F(qpc_extension,                                  0x122, 0x1)   \
+    F(log_max_ra_req_dc,                              0x12a, 0x6)   \
+    F(eth_wqe_too_small,                              0x132, 0x1)   \
+    F(vnic_env_cq_overrun,                            0x139, 0x1)   \
+    F(log_max_ra_res_dc,                              0x13a, 0x6)   \
+    F(release_all_pages,                              0x145, 0x1)   \
+    F(must_not_use,                                   0x146, 0x1)   \
+    F(roce_accl,                                      0x149, 0x1)   \
+    F(log_max_ra_req_qp,                              0x14a, 0x6)   \
+    F(log_max_ra_res_qp,                              0x15a, 0x6)   \
+    F(end_pad,                                        0x160, 0x1)   \
+    F(cc_query_allowed,                               0x161, 0x1)   \
+    F(cc_modify_allowed,                              0x162, 0x1)   \
+    F(start_pad,                                      0x163, 0x1)   \
+    F(cache_line_128byte,                             0x164, 0x1)   \
+    F(rts2rts_qp_counters_set_id,                     0x169, 0x1)   \
+    F(vnic_env_int_rq_oob,                            0x16c, 0x1)   \
+    F(sbcam_reg,                                      0x16d, 0x1)   \
+    F(qcam_reg,                                       0x16f, 0x1)   \
+    F(gid_table_size,                                 0x170, 0x10)  \
+    F(out_of_seq_cnt,                                 0x180, 0x1)   \
+    F(vport_counters,                                 0x181, 0x1)   \
+    F(retransmission_q_counters,                      0x182, 0x1)   \
+    F(debug,                                          0x183, 0x1)   \
+    F(modify_rq_counter_set_id,                       0x184, 0x1)   \
+    F(rq_delay_drop,                                  0x185, 0x1)   \
+    F(max_qp_cnt,                                     0x186, 0xa)   \
+    F(pkey_table_size,                                0x190, 0x10)  \
+    F(vport_group_manager,                            0x1a0, 0x1)   \
+    F(vhca_group_manager,                             0x1a1, 0x1)   \
+    F(ib_virt,                                        0x1a2, 0x1)   \
+    F(eth_virt,                                       0x1a3, 0x1)   \
+    F(vnic_env_queue_counters,                        0x1a4, 0x1)   \
+    F(ets,                                            0x1a5, 0x1)   \
+    F(nic_flow_table,                                 0x1a6, 0x1)   \
+    F(eswitch_manager,                                0x1a7, 0x1)   \
+    F(device_memory,                                  0x1a8, 0x1)   \
+    F(mcam_reg,                                       0x1a9, 0x1)   \
+    F(pcam_reg,                                       0x1aa, 0x1)   \
+    F(local_ca_ack_delay,                             0x1ab, 0x5)   \
+    F(port_module_event,                              0x1b0, 0x1)   \
+    F(enhanced_error_q_counters,                      0x1b1, 0x1)   \
+    F(ports_check,                                    0x1b2, 0x1)   \
+    F(disable_link_up,                                0x1b4, 0x1)   \
+    F(beacon_led,                                     0x1b5, 0x1)   \
+    F(port_type,                                      0x1b6, 0x2)   \
+    F(num_ports,                                      0x1b8, 0x8)   \
+    F(pps,                                            0x1c1, 0x1)   \
+    F(pps_modify,                                     0x1c2, 0x1)   \
+    F(log_max_msg,                                    0x1c3, 0x5)   \
+    F(max_tc,                                         0x1cc, 0x4)   \
+    F(temp_warn_event,                                0x1d0, 0x1)   \
+    F(dcbx,                                           0x1d1, 0x1)   \
+    F(general_notification_event,                     0x1d2, 0x1)   \
+    F(fpga,                                           0x1d5, 0x1)   \
+    F(rol_s,                                          0x1d6, 0x1)   \
+    F(rol_g,                                          0x1d7, 0x1)   \
+    F(wol_s,                                          0x1d9, 0x1)   \
+    F(wol_g,                                          0x1da, 0x1)   \
+    F(wol_a,                                          0x1db, 0x1)   \
+    F(wol_b,                                          0x1dc, 0x1)   \
+    F(wol_m,                                          0x1dd, 0x1)   \
+    F(wol_u,                                          0x1de, 0x1)   \
+    F(wol_p,                                          0x1df, 0x1)   \
+    F(stat_rate_support,                              0x1e0, 0x10)  \
+    F(pci_sync_for_fw_update_event,                   0x1f1, 0x1)   \
+    F(init2_lag_tx_port_affinity,                     0x1f8, 0x1)   \
+    F(wqe_based_flow_table_update_cap,                0x1fb, 0x1)   \
+    F(cqe_version,                                    0x1fc, 0x4)   \
+    F(compact_address_vector,                         0x200, 0x1)   \
+    F(striding_rq,                                    0x201, 0x1)   \
+    F(ipoib_enhanced_offloads,                        0x203, 0x1)   \
+    F(ipoib_basic_offloads,                           0x204, 0x1)   \
+    F(repeated_block_disabled,                        0x206, 0x1)   \
+    F(umr_modify_entity_size_disabled,                0x207, 0x1)   \
+    F(umr_modify_atomic_disabled,                     0x208, 0x1)   \
+    F(umr_indirect_mkey_disabled,                     0x209, 0x1)   \
+    F(umr_fence,                                      0x20a, 0x2)   \
+    F(dc_req_scat_data_cqe,                           0x20c, 0x1)   \
+    F(drain_sigerr,                                   0x20f, 0x1)   \
+    F(cmdif_checksum,                                 0x210, 0x2)   \
+    F(sigerr_cqe,                                     0x212, 0x1)   \
+    F(wq_signature,                                   0x214, 0x1)   \
+    F(sctr_data_cqe,                                  0x215, 0x1)   \
+    F(sho,                                            0x217, 0x1)   \
+    F(tph,                                            0x218, 0x1)   \
+    F(rf,                                             0x219, 0x1)   \
+    F(dct,                                            0x21a, 0x1)   \
+    F(qos,                                            0x21b, 0x1)   \
+    F(eth_net_offloads,                               0x21c, 0x1)   \
+    F(roce,                                           0x21d, 0x1)   \
+    F(atomic,                                         0x21e, 0x1)   \
+    F(cq_oi,                                          0x220, 0x1)   \
+    F(cq_resize,                                      0x221, 0x1)   \
+    F(cq_moderation,                                  0x222, 0x1)   \
+    F(cq_period_mode_modify,                          0x223, 0x1)   \
+    F(cq_eq_remap,                                    0x226, 0x1)   \
+    F(pg,                                             0x227, 0x1)   \
+    F(block_lb_mc,                                    0x228, 0x1)   \
+    F(scqe_break_moderation,                          0x22a, 0x1)   \
+    F(cq_period_start_from_cqe,                       0x22b, 0x1)   \
+    F(cd,                                             0x22c, 0x1)   \
+    F(apm,                                            0x22e, 0x1)   \
+    F(vector_calc,                                    0x22f, 0x1)   \
+    F(umr_ptr_rlky,                                   0x230, 0x1)   \
+    F(imaicl,                                         0x231, 0x1)   \
+    F(qp_packet_based,                                0x232, 0x1)   \
+    F(qkv,                                            0x236, 0x1)   \
+    F(pkv,                                            0x237, 0x1)   \
+    F(set_deth_sqpn,                                  0x238, 0x1)   \
+    F(xrc,                                            0x23c, 0x1)   \
+    F(ud,                                             0x23d, 0x1)   \
+    F(uc,                                             0x23e, 0x1)   \
+    F(rc,                                             0x23f, 0x1)   \
+    F(uar_4k,                                         0x240, 0x1)   \
+    F(fl_rc_qp_when_roce_disabled,                    0x248, 0x1)   \
+    F(regexp_params,                                  0x249, 0x1)   \
+    F(uar_sz,                                         0x24a, 0x6)   \
+    F(port_selection_cap,                             0x250, 0x1)   \
+    F(umem_uid_0,                                     0x252, 0x1)   \
+    F(log_pg_sz,                                      0x258, 0x8)   \
+    F(bf,                                             0x260, 0x1)   \
+    F(driver_version,                                 0x261, 0x1)   \
+    F(pad_tx_eth_packet,                              0x262, 0x1)   \
+    F(mkey_by_name,                                   0x266, 0x1)   \
+    F(log_bf_reg_size,                                0x26b, 0x5)   \
+    F(qp_error_syndrome,                              0x273, 0x1)   \
+    F(lag_dct,                                        0x276, 0x2)   \
+    F(lag_tx_port_affinity,                           0x278, 0x1)   \
+    F(lag_native_fdb_selection,                       0x279, 0x1)   \
+    F(lag_master,                                     0x27b, 0x1)   \
+    F(num_lag_ports,                                  0x27c, 0x4)   \
+    F(max_wqe_sz_sq,                                  0x290, 0x10)  \
+    F(shampo,                                         0x2ab, 0x1)   \
+    F(max_wqe_sz_rq,                                  0x2b0, 0x10)  \
+    F(max_flow_counter_31_16,                         0x2c0, 0x10)  \
+    F(max_wqe_sz_sq_dc,                               0x2d0, 0x10)  \
+    F(max_qp_mcg,                                     0x2e7, 0x19)  \
+    F(flow_counter_bulk_alloc,                        0x310, 0x8)   \
+    F(log_max_mcg,                                    0x318, 0x8)   \
+    F(log_max_transport_domain,                       0x323, 0x5)   \
+    F(relaxed_ordering_read,                          0x32a, 0x1)   \
+    F(log_max_pd,                                     0x32b, 0x5)   \
+    F(pcie_reset_using_hotreset_method,               0x335, 0x1)   \
+    F(pci_sync_for_fw_update_with_driver_unload,      0x336, 0x1)   \
+    F(vnic_env_cnt_steering_fail,                     0x337, 0x1)   \
+    F(vport_counter_local_loopback,                   0x338, 0x1)   \
+    F(q_counter_aggregation,                          0x339, 0x1)   \
+    F(q_counter_other_vport,                          0x33a, 0x1)   \
+    F(log_max_xrcd,                                   0x33b, 0x5)   \
+    F(nic_receive_steering_discard,                   0x340, 0x1)   \
+    F(receive_discard_vport_down,                     0x341, 0x1)   \
+    F(transmit_discard_vport_down,                    0x342, 0x1)   \
+    F(eq_overrun_count,                               0x343, 0x1)   \
+    F(invalid_command_count,                          0x345, 0x1)   \
+    F(quota_exceeded_count,                           0x346, 0x1)   \
+    F(log_max_flow_counter_bulk,                      0x348, 0x8)   \
+    F(max_flow_counter_15_0,                          0x350, 0x10)  \
+    F(log_max_rq,                                     0x363, 0x5)   \
+    F(log_max_sq,                                     0x36b, 0x5)   \
+    F(log_max_tir,                                    0x373, 0x5)   \
+    F(log_max_tis,                                    0x37b, 0x5)   \
+    F(basic_cyclic_rcv_wqe,                           0x380, 0x1)   \
+    F(log_max_rmp,                                    0x383, 0x5)   \
+    F(log_max_rqt,                                    0x38b, 0x5)   \
+    F(log_max_rqt_size,                               0x393, 0x5)   \
+    F(log_max_tis_per_sq,                             0x39b, 0x5)   \
+    F(ext_stride_num_range,                           0x3a0, 0x1)   \
+    F(roce_rw_supported,                              0x3a1, 0x1)   \
+    F(log_max_current_uc_list_wr_supported,           0x3a2, 0x1)   \
+    F(log_max_stride_sz_rq,                           0x3a3, 0x5)   \
+    F(log_min_stride_sz_rq,                           0x3ab, 0x5)   \
+    F(log_max_stride_sz_sq,                           0x3b3, 0x5)   \
+    F(log_min_stride_sz_sq,                           0x3bb, 0x5)   \
+    F(hairpin,                                        0x3c0, 0x1)   \
+    F(log_max_hairpin_queues,                         0x3c3, 0x5)   \
+    F(log_max_hairpin_wq_data_sz,                     0x3cb, 0x5)   \
+    F(log_max_hairpin_num_packets,                    0x3d3, 0x5)   \
+    F(log_max_wq_sz,                                  0x3db, 0x5)   \
+    F(nic_vport_change_event,                         0x3e0, 0x1)   \
+    F(disable_local_lb_uc,                            0x3e1, 0x1)   \
+    F(disable_local_lb_mc,                            0x3e2, 0x1)   \
+    F(log_min_hairpin_wq_data_sz,                     0x3e3, 0x5)   \
+    F(silent_mode,                                    0x3e9, 0x1)   \
+    F(vhca_state,                                     0x3ea, 0x1)   \
+    F(log_max_vlan_list,                              0x3eb, 0x5)   \
+    F(log_max_current_mc_list,                        0x3f3, 0x5)   \
+    F(log_max_current_uc_list,                        0x3fb, 0x5)   \
+    F(general_obj_types,                              0x400, 0x40)  \
+    F(sq_ts_format,                                   0x440, 0x2)   \
+    F(rq_ts_format,                                   0x442, 0x2)   \
+    F(steering_format_version,                        0x444, 0x4)   \
+    F(create_qp_start_hint,                           0x448, 0x18)  \
+    F(ats,                                            0x461, 0x1)   \
+    F(cross_vhca_rqt,                                 0x462, 0x1)   \
+    F(log_max_uctx,                                   0x463, 0x5)   \
+    F(crypto,                                         0x469, 0x1)   \
+    F(ipsec_offload,                                  0x46a, 0x1)   \
+    F(log_max_umem,                                   0x46b, 0x5)   \
+    F(max_num_eqs,                                    0x470, 0x10)  \
+    F(tls_tx,                                         0x481, 0x1)   \
+    F(tls_rx,                                         0x482, 0x1)   \
+    F(log_max_l2_table,                               0x483, 0x5)   \
+    F(log_uar_page_sz,                                0x490, 0x10)  \
+    F(device_frequency_mhz,                           0x4c0, 0x20)  \
+    F(device_frequency_khz,                           0x4e0, 0x20)  \
+    F(num_of_uars_per_page,                           0x520, 0x20)  \
+    F(flex_parser_protocols,                          0x540, 0x20)  \
+    F(max_geneve_tlv_options,                         0x560, 0x8)   \
+    F(max_geneve_tlv_option_data_len,                 0x56b, 0x5)   \
+    F(adv_virtualization,                             0x579, 0x1)   \
+    F(log_max_dci_stream_channels,                    0x58b, 0x5)   \
+    F(log_max_dci_errored_streams,                    0x593, 0x5)   \
+    F(enhanced_cqe_compression,                       0x5b0, 0x1)   \
+    F(crossing_vhca_mkey,                             0x5b2, 0x1)   \
+    F(log_max_dek,                                    0x5b3, 0x5)   \
+    F(mini_cqe_resp_stride_index,                     0x5bc, 0x1)   \
+    F(cqe_128_always,                                 0x5bd, 0x1)   \
+    F(cqe_compression_128,                            0x5be, 0x1)   \
+    F(cqe_compression,                                0x5bf, 0x1)   \
+    F(cqe_compression_timeout,                        0x5c0, 0x10)  \
+    F(cqe_compression_max_num,                        0x5d0, 0x10)  \
+    F(flex_parser_id_gtpu_dw_0,                       0x5e8, 0x4)   \
+    F(tag_matching,                                   0x5f0, 0x1)   \
+    F(rndv_offload_rc,                                0x5f1, 0x1)   \
+    F(rndv_offload_dc,                                0x5f2, 0x1)   \
+    F(log_tag_matching_list_sz,                       0x5f3, 0x5)   \
+    F(log_max_xrq,                                    0x5fb, 0x5)   \
+    F(affiliate_nic_vport_criteria,                   0x600, 0x8)   \
+    F(native_port_num,                                0x608, 0x8)   \
+    F(num_vhca_ports,                                 0x610, 0x8)   \
+    F(flex_parser_id_gtpu_teid,                       0x618, 0x4)   \
+    F(sw_owner_id,                                    0x61e, 0x1)   \
+    F(max_num_of_monitor_counters,                    0x620, 0x10)  \
+    F(num_ppcnt_monitor_counters,                     0x630, 0x10)  \
+    F(max_num_sf,                                     0x640, 0x10)  \
+    F(num_q_monitor_counters,                         0x650, 0x10)  \
+    F(sf,                                             0x680, 0x1)   \
+    F(sf_set_partition,                               0x681, 0x1)   \
+    F(log_max_sf,                                     0x683, 0x5)   \
+    F(apu,                                            0x688, 0x1)   \
+    F(migration,                                      0x68d, 0x1)   \
+    F(log_min_sf_size,                                0x690, 0x8)   \
+    F(max_num_sf_partitions,                          0x698, 0x8)   \
+    F(uctx_cap,                                       0x6a0, 0x20)  \
+    F(flex_parser_id_geneve_tlv_option_0,             0x6c4, 0x4)   \
+    F(flex_parser_id_icmp_dw1,                        0x6c8, 0x4)   \
+    F(flex_parser_id_icmp_dw0,                        0x6cc, 0x4)   \
+    F(flex_parser_id_icmpv6_dw1,                      0x6d0, 0x4)   \
+    F(flex_parser_id_icmpv6_dw0,                      0x6d4, 0x4)   \
+    F(flex_parser_id_outer_first_mpls_over_gre,       0x6d8, 0x4)   \
+    F(flex_parser_id_outer_first_mpls_over_udp_label, 0x6dc, 0x4)   \
+    F(max_num_match_definer,                          0x6e0, 0x10)  \
+    F(sf_base_id,                                     0x6f0, 0x10)  \
+    F(flex_parser_id_gtpu_dw_2,                       0x700, 0x4)   \
+    F(flex_parser_id_gtpu_first_ext_dw_0,             0x704, 0x4)   \
+    F(num_total_dynamic_vf_msix,                      0x708, 0x18)  \
+    F(dynamic_msix_table_size,                        0x734, 0xc)   \
+    F(min_dynamic_vf_msix_table_size,                 0x74c, 0x4)   \
+    F(data_direct,                                    0x752, 0x1)   \
+    F(max_dynamic_vf_msix_table_size,                 0x754, 0xc)   \
+    F(log_max_num_header_modify_argument,             0x763, 0x5)   \
+    F(log_header_modify_argument_granularity_offset,  0x768, 0x4)   \
+    F(log_header_modify_argument_granularity,         0x76c, 0x4)   \
+    F(log_header_modify_argument_max_alloc,           0x773, 0x5)   \
+    F(vhca_tunnel_commands,                           0x780, 0x40)  \
+    F(match_definer_format_supported,                 0x7c0, 0x40)
+RIG_MLX5_LAYOUT(cmd_hca_cap, 0x800, RIG_MLX5_CMD_HCA_CAP)
+
+// mlx5_ifc.h roce_cap, QUERY_HCA_CAP op_mod (4 << 1) | mode. roce_version and l3_type are
+// bit masks (bit 0 RoCE v1, bit 2 RoCE v2; bit 1 IPv4, bit 2 IPv6); r_roce_min/max_src_udp_port
+// bound ads.udp_sport unless sw_r_roce_src_udp_port is enabled; qp_ts_format feeds qpc.ts_format.
+#define RIG_MLX5_ROCE_CAP(F, S)                 \
+    F(roce_apm,                    0x0,  0x1)   \
+    F(sw_r_roce_src_udp_port,      0x4,  0x1)   \
+    F(fl_rc_qp_when_roce_disabled, 0x5,  0x1)   \
+    F(fl_rc_qp_when_roce_enabled,  0x6,  0x1)   \
+    F(roce_cc_general,             0x7,  0x1)   \
+    F(qp_ooo_transmit_default,     0x8,  0x1)   \
+    F(qp_ts_format,                0x1e, 0x2)   \
+    F(l3_type,                     0x8c, 0x4)   \
+    F(roce_version,                0x98, 0x8)   \
+    F(r_roce_dest_udp_port,        0xb0, 0x10)  \
+    F(r_roce_max_src_udp_port,     0xc0, 0x10)  \
+    F(r_roce_min_src_udp_port,     0xd0, 0x10)  \
+    F(roce_address_table_size,     0xf0, 0x10)
+RIG_MLX5_LAYOUT(roce_cap, 0x800, RIG_MLX5_ROCE_CAP)
+
+
+// mlx5_ifc.h union hca_cap_union, the 4096-byte capability page of QUERY_HCA_CAP's output and
+// SET_HCA_CAP's input. Only the two members this driver uses are described; the others
+// (odp_cap, atomic_caps, cmd_hca_cap_2, ...) share the same bytes and are reserved to us.
+#define RIG_MLX5_HCA_CAP_UNION(F, S)     \
+    S(cmd_hca_cap, 0x0, cmd_hca_cap)     \
+    S(roce_cap,    0x0, roce_cap)
+RIG_MLX5_LAYOUT(hca_cap_union, 0x8000, RIG_MLX5_HCA_CAP_UNION)
+
+}  // namespace rig::mlx5::ifc
