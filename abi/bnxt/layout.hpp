@@ -8,11 +8,10 @@
 // in the kernel's own names, and becomes a plain struct of host-order values plus a table of
 // field descriptors:
 //
-//   #define RIG_BNXT_CMDQ_INIT(W, D, F, A)                          \
-//       W(cmdq_pbl,     std::uint64_t, 0)                           \
-//       F(cmdq_lvl,     std::uint16_t, 8, 0x0003, 0)                \
-//       F(cmdq_size,    std::uint16_t, 8, 0xfffc, 2)                \
-//       ...
+//   #define RIG_BNXT_CMDQ_INIT(W, D, F, A)
+//       W(cmdq_pbl,     std::uint64_t, 0)
+//       F(cmdq_lvl,     std::uint16_t, 8, 0x0003, 0)
+//       F(cmdq_size,    std::uint16_t, 8, 0xfffc, 2)       (one line per field, joined by \)
 //   RIG_BNXT_LAYOUT(cmdq_init, 16, RIG_BNXT_CMDQ_INIT)
 //
 //   W(name, T, off)                 the whole little-endian word T at byte off
@@ -31,7 +30,6 @@
 #include <cstdint>
 #include <cstring>
 #include <expected>
-#include <format>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -112,17 +110,19 @@ struct decode_error {
     std::size_t have = 0;
 
     std::string message() const {
+        using rig::abi::hex;
+        const std::string w(what);
         switch (k) {
         case kind::short_buffer:
-            return std::format("{}: {} bytes given, {} needed", what, have, need);
-        case kind::unknown_type:
-            return std::format("{}: unknown type 0x{:x}", what, value);
-        case kind::unknown_event:
-            return std::format("{}: unknown event/opcode 0x{:x}", what, value);
+            return w + ": " + std::to_string(have) + " bytes given, " + std::to_string(need) +
+                   " needed";
+        case kind::unknown_type: return w + ": unknown type " + hex(value);
+        case kind::unknown_event: return w + ": unknown event/opcode " + hex(value);
         case kind::bad_length:
-            return std::format("{}: length {} outside the {}-byte buffer", what, value, have);
+            return w + ": length " + std::to_string(value) + " outside the " +
+                   std::to_string(have) + "-byte buffer";
         }
-        return std::string(what);
+        return w;
     }
 };
 
@@ -162,9 +162,10 @@ void validate(const L& v) {
         if constexpr (!detail::is_byte_array<std::remove_cvref_t<decltype(m)>>) {
             const auto x = static_cast<std::uint64_t>(m);
             if (x > d.max_value()) {
-                throw std::invalid_argument(std::format(
-                    "{}.{}: value 0x{:x} does not fit the field (largest 0x{:x})", L::layout_name, d.name,
-                    x, d.max_value()));
+                throw std::invalid_argument(std::string(L::layout_name) + "." +
+                                            std::string(d.name) + ": value " + rig::abi::hex(x) +
+                                            " does not fit the field (largest " +
+                                            rig::abi::hex(d.max_value()) + ")");
             }
         }
     });
@@ -176,8 +177,9 @@ void validate(const L& v) {
 template <class L>
 void encode(std::span<std::byte> out, const L& v) {
     if (out.size() < L::layout_size) {
-        throw std::invalid_argument(std::format("{}: buffer of {} bytes, the structure has {}",
-                                                L::layout_name, out.size(), L::layout_size));
+        throw std::invalid_argument(std::string(L::layout_name) + ": buffer of " +
+                                    std::to_string(out.size()) + " bytes, the structure has " +
+                                    std::to_string(L::layout_size));
     }
     validate(v);
     std::memset(out.data(), 0, L::layout_size);
@@ -198,8 +200,8 @@ void encode(std::span<std::byte> out, const L& v) {
 template <class L>
 std::expected<L, decode_error> decode(std::span<const std::byte> in) {
     if (in.size() < L::layout_size) {
-        return std::unexpected(decode_error{decode_error::kind::short_buffer, L::layout_name, 0, L::layout_size,
-                                            in.size()});
+        return std::unexpected(decode_error{decode_error::kind::short_buffer, L::layout_name, 0,
+                                            L::layout_size, in.size()});
     }
     L v{};
     L::for_each_field(v, [&](const field_desc& d, auto& m) {

@@ -4,9 +4,9 @@
 // A layout is declared once as a list of its fields, in mlx5_ifc.h's own names, bit offsets and
 // widths (reserved gaps are simply not listed), and becomes a struct of typed field descriptors:
 //
-//   #define RIG_MLX5_ENABLE_HCA_IN(F, S)            \
-//       F(opcode,         0x00, 0x10)               \
-//       F(op_mod,         0x30, 0x10)               \
+//   #define RIG_MLX5_ENABLE_HCA_IN(F, S)   (each line continued with a backslash)
+//       F(opcode,         0x00, 0x10)
+//       F(op_mod,         0x30, 0x10)
 //       F(function_id,    0x50, 0x10)
 //   RIG_MLX5_LAYOUT(enable_hca_in, 0x80, RIG_MLX5_ENABLE_HCA_IN)
 //

@@ -1,0 +1,154 @@
+#pragma once
+// The PCI seam: everything above driver/ reaches a NIC through `function`, whether the NIC is a
+// card bound to vfio-pci (kernel VFIO: driver/vfio/) or a function of the device model
+// (vfio-user: driver/vfio_user/). Nothing above bypasses it. DESIGN.md §3.
+//
+// Region and IRQ indexes, flags and semantics are those of <linux/vfio.h>, which vfio-user
+// shares (reference/vfio-and-vfio-user.md §1.5, §1.7, §3.1).
+//
+// Threads: control calls on one function are serialised by the caller (the firmware layer
+// owns a function). Mapped BAR pages and DMA memory are plain memory; use them from any thread.
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "driver/dma_memory.hpp"
+#include "driver/error.hpp"
+
+namespace rig::driver {
+
+// VFIO_PCI_*_REGION_INDEX
+enum class region : unsigned {
+    bar0 = 0, bar1 = 1, bar2 = 2, bar3 = 3, bar4 = 4, bar5 = 5, rom = 6, config = 7,
+};
+inline constexpr unsigned bar_count = 6;
+
+// A window of a region that may be mapped into this process (VFIO_REGION_INFO_CAP_SPARSE_MMAP).
+struct area {
+    std::uint64_t offset;   // from the start of the region
+    std::uint64_t size;
+};
+
+struct region_info {
+    region index;
+    std::uint64_t size = 0;
+    bool readable = false;
+    bool writable = false;
+    std::vector<area> mappable;   // empty: the region can only be read and written by call
+};
+
+enum class caching { uncached, write_combining };
+
+// A BAR mapped into this process. The region's whole size is reserved; its mappable areas are
+// mapped at their own offsets from `base`, the rest is inaccessible (a stray access faults
+// instead of touching something else). Registers outside the areas are reached through
+// function::region_read / region_write.
+struct bar_mapping {
+    region index;
+    std::byte* base = nullptr;
+    std::uint64_t size = 0;
+    std::vector<area> mapped;
+    caching mode = caching::uncached;
+
+    // true when [offset, offset + bytes) lies inside one mapped area
+    bool covers(std::uint64_t offset, std::uint64_t bytes) const noexcept {
+        for (const area& a : mapped) {
+            if (offset >= a.offset && bytes <= a.size && offset - a.offset <= a.size - bytes) {
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+// VFIO_PCI_*_IRQ_INDEX
+enum class irq_kind : unsigned { intx = 0, msi = 1, msix = 2 };
+
+struct irq_info {
+    irq_kind kind;
+    std::uint32_t count = 0;   // vectors the function offers of this kind
+    bool eventfd = false;      // VFIO_IRQ_INFO_EVENTFD
+    bool maskable = false;
+    bool automasked = false;   // INTx: masked after each trigger until unmask_intx()
+};
+
+enum class dma_access : std::uint32_t { read = 1, write = 2, read_write = 3 };
+
+class function {
+public:
+    virtual ~function() = default;
+    function() = default;
+    function(const function&) = delete;
+    function& operator=(const function&) = delete;
+
+    // "0000:3b:00.0" or "vfio-user:/run/rig/mlx5-0.sock": what errors and logs name.
+    virtual std::string_view name() const noexcept = 0;
+
+    // ---- configuration space (region 7) ----
+    virtual result<void> config_read(std::uint32_t offset, std::span<std::byte> out) = 0;
+    virtual result<void> config_write(std::uint32_t offset, std::span<const std::byte> in) = 0;
+
+    // ---- regions ----
+    virtual result<region_info> get_region_info(region index) = 0;
+    virtual result<void> region_read(region index, std::uint64_t offset, std::span<std::byte> out) = 0;
+    virtual result<void> region_write(region index, std::uint64_t offset,
+                                      std::span<const std::byte> in) = 0;
+    // Maps the mappable areas of a BAR. The mapping stays valid until release(); mapping the
+    // same BAR again returns the same mapping. write_combining is honoured where the back end
+    // can (the kernel's vfio-pci maps BARs uncached; see docs/hardware.md).
+    virtual result<bar_mapping> map_bar(region index, caching mode) = 0;
+
+    // ---- DMA: the device reaches `memory` at the returned IOVA ----
+    // [offset, offset + bytes) of memory must lie inside it and be page aligned.
+    virtual result<std::uint64_t> dma_map(const dma_memory& memory, std::size_t offset,
+                                          std::size_t bytes, dma_access access) = 0;
+    // Exactly a range an earlier dma_map returned.
+    virtual result<void> dma_unmap(std::uint64_t iova, std::size_t bytes) = 0;
+
+    // ---- interrupts, delivered as eventfds ----
+    virtual result<irq_info> get_irq_info(irq_kind kind) = 0;
+    // Wires vectors [0, count) of `kind` to new eventfds, which the function owns until
+    // disable_irqs or release; returns them in vector order.
+    virtual result<std::vector<int>> enable_irqs(irq_kind kind, std::uint32_t count) = 0;
+    virtual result<void> disable_irqs(irq_kind kind) = 0;
+    virtual result<void> unmask_intx() = 0;
+
+    // ---- whole function ----
+    virtual result<void> reset() = 0;
+    // Bus mastering off, interrupts off, every DMA mapping and BAR mapping removed, every fd
+    // closed. A second release does nothing. The destructor releases.
+    virtual void release() noexcept = 0;
+
+    // ---- conveniences over config space (non-virtual: same for every back end) ----
+    result<std::uint16_t> config_read16(std::uint32_t offset);
+    result<std::uint32_t> config_read32(std::uint32_t offset);
+    result<void> config_write16(std::uint32_t offset, std::uint16_t value);
+    result<void> set_bus_master(bool on);   // PCI command register bit 2
+};
+
+// How to reach the kernel VFIO back end's IOMMU.
+enum class iommu_mode {
+    automatic,              // iommufd + device cdev where the kernel has them, else group/type1v2
+    group_type1v2,          // /dev/vfio/vfio container + /dev/vfio/<group>
+    iommufd,                // /dev/iommu + /dev/vfio/devices/vfioN
+    unsafe_noiommu,         // /dev/vfio/noiommu-N: no isolation, the device sees physical
+                            // addresses. Refused unless asked for by name.
+};
+
+struct open_options {
+    iommu_mode iommu = iommu_mode::automatic;
+    std::string sysfs_root = "/sys";   // tests point this at a fixture tree
+    std::string dev_root = "/dev";
+    // Highest IOVA the device can address (edu: 28 bits); IOVAs are allocated below it.
+    std::uint64_t dma_limit = ~std::uint64_t{0};
+};
+
+// "0000:bb:dd.f" (kernel VFIO) or "vfio-user:PATH" (a vfio-user server, e.g. rig-nicsim).
+result<std::unique_ptr<function>> open(std::string_view where, const open_options& options = {});
+
+}  // namespace rig::driver

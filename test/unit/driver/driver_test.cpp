@@ -1,0 +1,95 @@
+// driver/: DMA memory, IOVA allocation, and open()'s refusals.
+#include <cstring>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+
+#include "driver/dma_memory.hpp"
+#include "driver/function.hpp"
+#include "driver/iova.hpp"
+
+using namespace rig::driver;
+
+TEST_CASE("DMA memory is a zeroed, shared memfd mapping of whole pages", "[driver][dma]") {
+    auto m = dma_memory::allocate(5000, page_choice::small_only);
+    REQUIRE(m.has_value());
+    CHECK(m->size() == 8192);
+    CHECK(m->page_size() == 4096);
+    CHECK(m->fd() >= 0);
+    for (std::byte b : m->bytes()) {
+        REQUIRE(b == std::byte{0});
+    }
+    struct stat st{};
+    REQUIRE(fstat(m->fd(), &st) == 0);
+    CHECK(st.st_size == 8192);
+    // the fd and the mapping are the same pages: what a vfio-user server mmaps sees our writes
+    std::memset(m->data(), 0x5a, 16);
+    unsigned char back[16];
+    REQUIRE(pread(m->fd(), back, sizeof back, 0) == 16);
+    CHECK(back[0] == 0x5a);
+    CHECK(back[15] == 0x5a);
+}
+
+TEST_CASE("DMA memory refuses zero bytes and moves ownership", "[driver][dma]") {
+    auto none = dma_memory::allocate(0);
+    REQUIRE_FALSE(none.has_value());
+    CHECK_THAT(none.error().message, Catch::Contains("0 bytes"));
+    auto m = dma_memory::allocate(1, page_choice::small_only);
+    REQUIRE(m);
+    const int fd = m->fd();
+    dma_memory other = std::move(*m);
+    CHECK(other.fd() == fd);
+    CHECK_FALSE(static_cast<bool>(*m));
+}
+
+TEST_CASE("DMA memory takes 2 MiB pages when the host has them, else says why", "[driver][dma]") {
+    auto huge = dma_memory::allocate(1, page_choice::huge_only);
+    if (huge) {
+        CHECK(huge->size() == dma_memory::huge_page);
+        CHECK(huge->huge());
+    } else {
+        CHECK_THAT(huge.error().message, Catch::Contains("hugetlb"));
+        auto any = dma_memory::allocate(1);   // automatic falls back to small pages
+        REQUIRE(any);
+        CHECK_FALSE(any->huge());
+    }
+}
+
+TEST_CASE("IOVAs come from the allowed ranges, aligned, below the limit, never 0", "[driver][iova]") {
+    iova_allocator a({{0, 0xffffffff}}, (1u << 28) - 1);   // edu: 28-bit DMA
+    const auto x = a.allocate(4096, 4096);
+    REQUIRE(x);
+    CHECK(*x >= 0x10000);
+    CHECK(*x % 4096 == 0);
+    const auto y = a.allocate(2 << 20, 2 << 20);
+    REQUIRE(y);
+    CHECK(*y % (2 << 20) == 0);
+    CHECK(*y + (2 << 20) - 1 <= (1u << 28) - 1);
+    CHECK_FALSE(a.allocate(1u << 28, 4096));   // more than the window holds
+    CHECK_FALSE(a.release(*x, 8192));           // not the size it was given
+    CHECK(a.release(*x, 4096));
+    CHECK_FALSE(a.release(*x, 4096));           // twice
+    CHECK(a.release(*y, 2 << 20));
+    CHECK(a.free_bytes() == (1u << 28) - 0x10000);   // all merged back
+}
+
+TEST_CASE("IOVA ranges with holes are respected", "[driver][iova]") {
+    // the x86 MSI window 0xfee00000..0xfeefffff is reserved by the IOMMU
+    iova_allocator a({{0, 0xfedfffff}, {0xfef00000, 0xffffffff}}, 0xffffffff, 0xfed00000);
+    const auto x = a.allocate(1 << 20, 1 << 20);
+    REQUIRE(x);
+    CHECK(*x == 0xfed00000);
+    const auto y = a.allocate(1 << 20, 1 << 20);
+    REQUIRE(y);
+    CHECK(*y == 0xfef00000);
+}
+
+TEST_CASE("open refuses what is neither a PCI address nor vfio-user:PATH", "[driver]") {
+    for (const char* bad : {"", "eth0", "0000:3b:00", "0000:3b:00.8", "0000:3b:20.0", "vfio-user:",
+                            "3b:00.0"}) {
+        INFO(bad);
+        auto f = open(bad);
+        REQUIRE_FALSE(f.has_value());
+        CHECK_THAT(f.error().message, Catch::StartsWith("open") && Catch::Contains("not a PCI address"));
+    }
+}
