@@ -3,7 +3,6 @@
 // a C compiler and written by rdma-core's DEVX_SET (the golden program, see gen_golden.cpp).
 #include <catch2/catch.hpp>
 
-#include <format>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -22,14 +21,14 @@ const golden_layout& golden_of(const ifc::layout_info& l) {
     const auto& g = load_golden();
     auto it = g.layouts.find(std::string(l.name));
     if (it == g.layouts.end()) {
-        throw std::runtime_error(std::format("{}: not in the golden file", l.name));
+        throw std::runtime_error(cat(l.name, ": not in the golden file"));
     }
     return it->second;
 }
 
 // "create_qp_in (kernel create_qp_in)" or "mbox_in (kernel alloc_pd_in)"
 std::string title(const ifc::layout_info& l) {
-    return std::format("{} (kernel mlx5_ifc_{}_bits)", l.name, l.c_name);
+    return cat(l.name, " (kernel mlx5_ifc_", l.c_name, "_bits)");
 }
 
 }  // namespace
@@ -38,7 +37,7 @@ TEST_CASE("mlx5_ifc: every layout's size equals the kernel's sizeof", "[mlx5_ifc
     for (const auto& l : ifc::all_layouts) {
         const auto& g = golden_of(l);
         if (g.size_bits != l.size_bits) {
-            FAIL_CHECK(std::format("{}: size_bits 0x{:x} ours, 0x{:x} kernel", title(l), l.size_bits, g.size_bits));
+            FAIL_CHECK(cat(title(l), ": size_bits ", hex(l.size_bits), " ours, ", hex(g.size_bits), " kernel"));
         }
     }
 }
@@ -50,13 +49,13 @@ TEST_CASE("mlx5_ifc: every field's offset and width equal the kernel's", "[mlx5_
         for (const entry& e : entries(l)) {
             auto it = g.fields.find(e.path);
             if (it == g.fields.end()) {
-                FAIL_CHECK(std::format("{}.{}: not in the golden file", title(l), e.path));
+                FAIL_CHECK(cat(title(l), ".", e.path, ": not in the golden file"));
                 continue;
             }
             const auto [off, bits] = it->second;
             if (off != e.f.off || bits != e.f.bits) {
-                FAIL_CHECK(std::format("{}.{}: bit offset 0x{:x} width 0x{:x} ours, offset 0x{:x} width 0x{:x} kernel",
-                                       title(l), e.path, e.f.off, e.f.bits, off, bits));
+                FAIL_CHECK(cat(title(l), ".", e.path, ": bit offset ", hex(e.f.off), " width ", hex(e.f.bits),
+                               " ours, offset ", hex(off), " width ", hex(bits), " kernel"));
             }
             ++checked;
         }
@@ -69,7 +68,7 @@ TEST_CASE("mlx5_ifc: every layout's bytes equal DEVX_SET's over the kernel layou
         const auto& g = golden_of(l);
         const auto ours = build_image(l);
         if (ours.size() != g.image.size()) {
-            FAIL_CHECK(std::format("{}: image of {} bytes ours, {} kernel", title(l), ours.size(), g.image.size()));
+            FAIL_CHECK(cat(title(l), ": image of ", ours.size(), " bytes ours, ", g.image.size(), " kernel"));
             continue;
         }
         for (std::size_t i = 0; i < ours.size(); ++i) {
@@ -84,8 +83,8 @@ TEST_CASE("mlx5_ifc: every layout's bytes equal DEVX_SET's over the kernel layou
                     where += (where.empty() ? "" : ", ") + e.path;
                 }
             }
-            FAIL_CHECK(std::format("{}: byte 0x{:x} is 0x{:02x} ours, 0x{:02x} kernel; our fields there: {}", title(l),
-                                   i, b, g.image[i], where.empty() ? "none (reserved)" : where));
+            FAIL_CHECK(cat(title(l), ": byte ", hex(i), " is ", hex(b), " ours, ", hex(g.image[i]),
+                           " kernel; our fields there: ", where.empty() ? "none (reserved)" : where));
             break;
         }
     }
@@ -94,13 +93,13 @@ TEST_CASE("mlx5_ifc: every layout's bytes equal DEVX_SET's over the kernel layou
 TEST_CASE("mlx5_ifc: flexible arrays start where the kernel's do", "[mlx5_ifc][golden]") {
     const auto& g = load_golden();
     for (const auto& fa : ifc::flex_arrays) {
-        const std::string key = std::format("{} {}", fa.c_name, fa.path);
+        const std::string key = cat(fa.c_name, " ", fa.path);
         auto it = g.flex.find(key);
         REQUIRE(it != g.flex.end());
         const auto [off, bits] = it->second;
         if (off != fa.first.off || bits != fa.first.bits) {
-            FAIL_CHECK(std::format("{}.{}[0]: bit offset 0x{:x} width {} ours, 0x{:x} width {} kernel", fa.c_name,
-                                   fa.path, fa.first.off, fa.first.bits, off, bits));
+            FAIL_CHECK(cat(fa.c_name, ".", fa.path, "[0]: bit offset ", hex(fa.first.off), " width ", fa.first.bits,
+                           " ours, ", hex(off), " width ", bits, " kernel"));
         }
     }
 }
@@ -112,14 +111,14 @@ TEST_CASE("mlx5_ifc: opcodes, event types and enumerations equal the kernel's", 
         if (it == g.constants.end()) {
             FAIL_CHECK(name + ": not in the golden file");
         } else if (it->second != ours) {
-            FAIL_CHECK(std::format("{}: 0x{:x} ours, 0x{:x} kernel", name, ours, it->second));
+            FAIL_CHECK(cat(name, ": ", hex(ours), " ours, ", hex(it->second), " kernel"));
         }
     };
     for (const auto op : ifc::all_opcodes) {
-        check(std::format("MLX5_CMD_OP_{}", ifc::to_string(op)), static_cast<std::uint64_t>(op));
+        check(cat("MLX5_CMD_OP_", ifc::to_string(op)), static_cast<std::uint64_t>(op));
     }
     for (const auto& ev : ifc::event_type_codings) {
-        check(std::format("MLX5_EVENT_TYPE_CODING_{}", ev.coding), static_cast<std::uint64_t>(ev.type));
+        check(cat("MLX5_EVENT_TYPE_CODING_", ev.coding), static_cast<std::uint64_t>(ev.type));
     }
     for (const auto& k : ifc::kernel_constants) {
         check(std::string(k.c_name), k.value);
@@ -141,7 +140,7 @@ TEST_CASE("mlx5_ifc: every named member of each kernel struct is declared", "[ml
         if (l.is_union) {
             continue;
         }
-        const std::string head = std::format("struct mlx5_ifc_{}_bits {{", l.c_name);
+        const std::string head = cat("struct mlx5_ifc_", l.c_name, "_bits {");
         const auto at = text.find(head);
         REQUIRE(at != std::string::npos);
         const auto end = text.find("\n};", at);
@@ -163,7 +162,7 @@ TEST_CASE("mlx5_ifc: every named member of each kernel struct is declared", "[ml
                 continue;
             }
             if (!ours.contains(name)) {
-                FAIL_CHECK(std::format("{}: the kernel's member {} is not declared", title(l), name));
+                FAIL_CHECK(cat(title(l), ": the kernel's member ", name, " is not declared"));
             }
         }
     }

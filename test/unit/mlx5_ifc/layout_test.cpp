@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <format>
+#include <array>
 #include <set>
 #include <vector>
 
@@ -42,7 +42,7 @@ TEST_CASE("mlx5_ifc: get after set returns the value on every field, and touches
             if (e.nested) {
                 continue;
             }
-            const std::string what = std::format("{}.{}", l.name, e.path);
+            const std::string what = cat(l.name, ".", e.path);
             // Start from all ones and all zeros, so that a stray write shows either way.
             for (const std::byte fill : {std::byte{0x00}, std::byte{0xff}}) {
                 std::vector<std::byte> buf(l.size_bits / 8, fill);
@@ -53,7 +53,7 @@ TEST_CASE("mlx5_ifc: get after set returns the value on every field, and touches
                     const std::uint64_t v = pattern_value(l.name, e.path, e.f.bits);
                     abi::set(buf, e.f, v);
                     if (abi::get(buf, e.f) != v) {
-                        FAIL_CHECK(std::format("{}: get returned 0x{:x} after set 0x{:x}", what, abi::get(buf, e.f), v));
+                        FAIL_CHECK(cat(what, ": get returned ", hex(abi::get(buf, e.f)), " after set ", hex(v)));
                     }
                     abi::set(buf, e.f, 0);
                     if (abi::get(buf, e.f) != 0) {
@@ -74,7 +74,7 @@ TEST_CASE("mlx5_ifc: get after set returns the value on every field, and touches
                 }
                 for (std::size_t bit = 0; bit < l.size_bits; ++bit) {
                     if (!bit_in(e.f, bit) && bit_at(buf, bit) != bit_at(before, bit)) {
-                        FAIL_CHECK(std::format("{}: writing it changed bit 0x{:x}, outside the field", what, bit));
+                        FAIL_CHECK(cat(what, ": writing it changed bit ", hex(bit), ", outside the field"));
                         break;
                     }
                 }
@@ -95,7 +95,7 @@ TEST_CASE("mlx5_ifc: misuse throws std::invalid_argument and leaves the buffer u
                 std::vector<std::byte> buf(l.size_bits / 8, std::byte{0xa5});
                 const auto before = buf;
                 const std::uint64_t too_wide = 1ull << e.f.bits;
-                INFO(std::format("{}.{}", l.name, e.path));
+                INFO(cat(l.name, ".", e.path));
                 CHECK_THROWS_AS(abi::set(buf, e.f, too_wide), std::invalid_argument);
                 CHECK(buf == before);
             }

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "abi/mlx5/ifc.hpp"
@@ -14,6 +15,23 @@
 namespace rig::test::mlx5_ifc {
 
 using rig::abi::field;
+using rig::abi::hex;
+
+// Messages without <format> (g++ 12 has none): cat("a", std::string, 42) -> "a...42".
+inline void cat_one(std::string& out, std::string_view s) { out += s; }
+inline void cat_one(std::string& out, const char* s) { out += s; }
+inline void cat_one(std::string& out, const std::string& s) { out += s; }
+template <class T>
+    requires std::is_integral_v<T>
+inline void cat_one(std::string& out, T v) {
+    out += std::to_string(v);
+}
+template <class... A>
+std::string cat(const A&... a) {
+    std::string out;
+    (cat_one(out, a), ...);
+    return out;
+}
 using rig::mlx5::ifc::layout_info;
 
 struct entry {
