@@ -20,7 +20,7 @@
 
 namespace rig::bnxt::abi {
 
-// ---- constants -----------------------------------------------------------------------------------
+// ---- constants ----------------------------------------------------------------------------------
 
 inline constexpr std::size_t HWRM_MAX_REQ_LEN = 128;    // the BAR0 request window
 inline constexpr std::size_t HWRM_MAX_RESP_LEN = 704;
@@ -29,7 +29,8 @@ inline constexpr std::uint8_t HWRM_VERSION_MAJOR = 1;   // the interface this fi
 inline constexpr std::uint8_t HWRM_VERSION_MINOR = 10;
 inline constexpr std::uint8_t HWRM_VERSION_UPDATE = 3;
 inline constexpr std::uint16_t SHORT_REQ_SIGNATURE_SHORT_CMD = 0x4321;
-inline constexpr std::uint16_t HWRM_NA_SIGNATURE = 0xffff;  // cmpl_ring / target_id "none"
+// "none" for cmpl_ring / target_id: bnxt_hsi.h spells it (__le32)(-1); 16-bit fields take 0xffff
+inline constexpr std::uint32_t HWRM_NA_SIGNATURE = 0xffffffff;
 
 // BAR0 offsets of the channel (§1.1)
 inline constexpr std::size_t GRCPF_REG_CHIMP_CHANNEL_OFFSET = 0x000;
@@ -213,7 +214,7 @@ inline constexpr std::uint8_t PG_SIZE_2M = 0x3;
 inline constexpr std::uint8_t PG_SIZE_8M = 0x4;
 inline constexpr std::uint8_t PG_SIZE_1G = 0x5;
 
-// ---- headers -------------------------------------------------------------------------------------
+// ---- headers ------------------------------------------------------------------------------------
 
 // The request header's fields as every request list repeats them, with the defaults of §1.3.
 #define RIG_BNXT_HWRM_REQ(W, D, opcode)                            \

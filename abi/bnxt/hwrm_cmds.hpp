@@ -52,7 +52,7 @@ RIG_BNXT_LAYOUT(hwrm_ver_get_input, 24, RIG_BNXT_HWRM_VER_GET_INPUT);
     RIG_BNXT_HWRM_VALID(W, 176)
 RIG_BNXT_LAYOUT(hwrm_ver_get_output, 176, RIG_BNXT_HWRM_VER_GET_OUTPUT);
 
-// ---- HWRM_FUNC_RESET, FUNC_DRV_RGTR / UNRGTR -----------------------------------------------------
+// ---- HWRM_FUNC_RESET, FUNC_DRV_RGTR / UNRGTR ----------------------------------------------------
 
 #define RIG_BNXT_HWRM_FUNC_RESET_INPUT(W, D, F, A)                 \
     RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_RESET)                       \
@@ -94,7 +94,7 @@ RIG_BNXT_LAYOUT(hwrm_func_drv_rgtr_output, 16, RIG_BNXT_HWRM_FUNC_DRV_RGTR_OUTPU
     W(flags, std::uint32_t, 16)
 RIG_BNXT_LAYOUT(hwrm_func_drv_unrgtr_input, 24, RIG_BNXT_HWRM_FUNC_DRV_UNRGTR_INPUT);
 
-// ---- HWRM_FUNC_QCAPS, FUNC_QCFG, FUNC_CFG --------------------------------------------------------
+// ---- HWRM_FUNC_QCAPS, FUNC_QCFG, FUNC_CFG -------------------------------------------------------
 
 #define RIG_BNXT_HWRM_FUNC_QCAPS_INPUT(W, D, F, A)                 \
     RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_QCAPS)                       \

@@ -171,9 +171,9 @@ void validate(const L& v) {
     });
 }
 
-// Writes the L::layout_size bytes of `v` at the start of `out`: fields in place, every other byte of
-// the structure zero, nothing after it. Refuses a short buffer or a value wider than its field
-// before writing anything.
+// Writes the L::layout_size bytes of `v` at the start of `out`: fields in place, every other
+// byte of the structure zero, nothing after it. Refuses a short buffer or a value wider than its
+// field before writing anything.
 template <class L>
 void encode(std::span<std::byte> out, const L& v) {
     if (out.size() < L::layout_size) {
@@ -247,21 +247,21 @@ std::array<std::byte, L::layout_size> to_bytes(const L& v) {
 #define RIG_BNXT_VISIT_A(name, off, len) fn(fields[i_++], s.name);
 
 // Declares struct `type` (use it inside namespace rig::bnxt::abi): its members in list order,
-// `layout_name`, `layout_size` (bytes), `fields` (the descriptor table) and `for_each_field(s, fn)`, which
-// calls fn(descriptor, member) for every field.
-#define RIG_BNXT_LAYOUT(type, size_bytes, LIST)                                                  \
-    struct type {                                                                              \
-        LIST(RIG_BNXT_MEMBER_W, RIG_BNXT_MEMBER_D, RIG_BNXT_MEMBER_F, RIG_BNXT_MEMBER_A)       \
-        static constexpr std::string_view layout_name = #type;                                        \
-        static constexpr std::size_t layout_size = size_bytes;                                        \
-        static constexpr ::rig::bnxt::abi::field_desc fields[] = {                             \
-            LIST(RIG_BNXT_ROW_W, RIG_BNXT_ROW_D, RIG_BNXT_ROW_F, RIG_BNXT_ROW_A)};             \
-        template <class Self, class Fn>                                                        \
-        static constexpr void for_each_field(Self& s, Fn&& fn) {                               \
-            std::size_t i_ = 0;                                                                \
-            LIST(RIG_BNXT_VISIT_W, RIG_BNXT_VISIT_D, RIG_BNXT_VISIT_F, RIG_BNXT_VISIT_A)       \
-        }                                                                                      \
-        bool operator==(const type&) const = default;                                          \
-    };                                                                                         \
-    static_assert(::rig::bnxt::abi::well_formed(type::fields, type::layout_size),                     \
+// `layout_name`, `layout_size` (bytes), `fields` (the descriptor table) and
+// `for_each_field(s, fn)`, which calls fn(descriptor, member) for every field.
+#define RIG_BNXT_LAYOUT(type, size_bytes, LIST)                                                    \
+    struct type {                                                                                  \
+        LIST(RIG_BNXT_MEMBER_W, RIG_BNXT_MEMBER_D, RIG_BNXT_MEMBER_F, RIG_BNXT_MEMBER_A)           \
+        static constexpr std::string_view layout_name = #type;                                     \
+        static constexpr std::size_t layout_size = size_bytes;                                     \
+        static constexpr ::rig::bnxt::abi::field_desc fields[] = {                                 \
+            LIST(RIG_BNXT_ROW_W, RIG_BNXT_ROW_D, RIG_BNXT_ROW_F, RIG_BNXT_ROW_A)};                 \
+        template <class Self, class Fn>                                                            \
+        static constexpr void for_each_field(Self& s, Fn&& fn) {                                   \
+            std::size_t i_ = 0;                                                                    \
+            LIST(RIG_BNXT_VISIT_W, RIG_BNXT_VISIT_D, RIG_BNXT_VISIT_F, RIG_BNXT_VISIT_A)           \
+        }                                                                                          \
+        bool operator==(const type&) const = default;                                              \
+    };                                                                                             \
+    static_assert(::rig::bnxt::abi::well_formed(type::fields, type::layout_size),                  \
                   #type ": a field is misshapen, outside the structure, or overlaps another")

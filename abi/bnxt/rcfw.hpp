@@ -19,7 +19,7 @@
 
 namespace rig::bnxt::abi {
 
-// ---- registers and sizes (§2.1, §2.2) -------------------------------------------------------------
+// ---- registers and sizes (§2.1, §2.2) -----------------------------------------------------------
 
 inline constexpr std::size_t RCFW_COMM_BASE_OFFSET = 0x600;      // BAR0: cmdq_init goes here
 inline constexpr std::size_t RCFW_PF_VF_COMM_PROD_OFFSET = 0xc;  // + base: CMDQ producer
@@ -112,7 +112,7 @@ constexpr std::string_view cmdq_opcode_name(std::uint8_t op) noexcept {
     }
 }
 
-// ---- CREQ: types, statuses, events (§2.4) ----------------------------------------------------------
+// ---- CREQ: types, statuses, events (§2.4) -------------------------------------------------------
 
 inline constexpr std::uint8_t CREQ_BASE_TYPE_QP_EVENT = 0x38;
 inline constexpr std::uint8_t CREQ_BASE_TYPE_FUNC_EVENT = 0x3a;

@@ -85,7 +85,7 @@ inline constexpr std::uint8_t CMDQ_REGISTER_MR_LOG2_PG_SIZE_PG_4K = 0xc;
 inline constexpr std::uint8_t CMDQ_REGISTER_MR_LOG2_PG_SIZE_PG_2M = 0x15;
 inline constexpr std::uint8_t CMDQ_ADD_GID_VLAN_TPID_TPID_8100 = 0x1;
 
-// ---- common parts ----------------------------------------------------------------------------------
+// ---- common parts -------------------------------------------------------------------------------
 
 #define RIG_BNXT_CMDQ_HDR(W, D, op, bytes, resp)                   \
     D(opcode, std::uint8_t, 0, op)                                 \
@@ -111,7 +111,7 @@ inline constexpr std::uint8_t CMDQ_ADD_GID_VLAN_TPID_TPID_8100 = 0x1;
     W(flags, std::uint16_t, 4)                                     \
     W(resp_size, std::uint8_t, 6)
 
-// ---- firmware: QUERY_VERSION, INITIALIZE_FW, DEINITIALIZE_FW, QUERY_FUNC, SET_FUNC_RESOURCES -----
+// ---- firmware: QUERY_VERSION, INITIALIZE_FW, DEINITIALIZE_FW, QUERY_FUNC, SET_FUNC_RESOURCES ----
 
 #define RIG_BNXT_CMDQ_QUERY_VERSION(W, D, F, A)                    \
     RIG_BNXT_CMDQ_HDR(W, D, CMDQ_BASE_OPCODE_QUERY_VERSION, 16, 0)
@@ -229,7 +229,7 @@ RIG_BNXT_LAYOUT(creq_query_func_resp_sb, 160, RIG_BNXT_CREQ_QUERY_FUNC_RESP_SB);
     W(stat_ctx_id, std::uint32_t, 52)
 RIG_BNXT_LAYOUT(cmdq_set_func_resources, 56, RIG_BNXT_CMDQ_SET_FUNC_RESOURCES);
 
-// ---- queue pairs -----------------------------------------------------------------------------------
+// ---- queue pairs --------------------------------------------------------------------------------
 
 #define RIG_BNXT_CMDQ_CREATE_QP(W, D, F, A)                        \
     RIG_BNXT_CMDQ_HDR(W, D, CMDQ_BASE_OPCODE_CREATE_QP, 104, 0)    \
@@ -380,7 +380,7 @@ RIG_BNXT_LAYOUT(creq_query_qp_resp, 16, RIG_BNXT_CREQ_QUERY_QP_RESP);
     F(vlan_pcp, std::uint16_t, 102, 0xe000, 13)
 RIG_BNXT_LAYOUT(creq_query_qp_resp_sb, 104, RIG_BNXT_CREQ_QUERY_QP_RESP_SB);
 
-// ---- completion queues ---------------------------------------------------------------------------
+// ---- completion queues --------------------------------------------------------------------------
 
 // pg_size_lvl here is a 32-bit word with a 2-bit level and a 3-bit page size (not the nibbles
 // of CREATE_QP); cnq_id names the NQ ring the CQ notifies.

@@ -1,0 +1,383 @@
+#pragma once
+// Send and receive queue entries (WQEs) of a bnxt RC queue pair (reference bnxt.md §3.2-§3.4;
+// kernel roce_hsi.h `sq_send_hdr`, `sq_rdma_hdr`, `rq_wqe_hdr`, `sq_sge`).
+//
+// A queue is a ring of 16-byte slots. An entry is a 32-byte header (2 slots) followed by one
+// 16-byte `sq_sge` per scatter/gather element, or by the inline bytes padded to whole slots;
+// the header's wqe_size counts the slots used (2 + elements, or 2 + ceil(inline / 16)).
+//  - static mode (P5 default): every entry takes 8 slots (128 bytes) whatever wqe_size says, so
+//    at most 6 elements or 96 inline bytes; entries start at multiples of 8 slots and never wrap.
+//  - variable mode (P7 default): an entry takes exactly wqe_size slots and may wrap around the
+//    end of the ring.
+// write() puts one entry at slot `at` and returns the slots it took (the producer advance).
+// Refusals throw std::invalid_argument naming the bad value, before any byte of the ring is
+// written; an accepted write writes exactly its entry's slots, unused bytes zero.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "abi/bnxt/layout.hpp"
+
+namespace rig::bnxt::abi {
+
+// ---- constants ---------------------------------------------------------------------------------
+
+inline constexpr std::size_t wqe_slot_size = 16;
+inline constexpr std::size_t static_wqe_slots = 8;            // 128-byte static WQE
+inline constexpr std::size_t static_max_sge = 6;              // BNXT_RE_STATIC_WQE_MAX_SGE
+inline constexpr std::size_t static_max_inline = 96;          // BNXT_RE_MAX_INLINE_SIZE
+inline constexpr std::size_t max_wqe_slots = 0xff;            // wqe_size is one byte
+inline constexpr std::int64_t max_length = std::int64_t{1} << 31;   // DESIGN §2: a message
+inline constexpr std::int64_t max_key = (std::int64_t{1} << 32) - 1;
+inline constexpr std::int64_t max_wr_id = (std::int64_t{1} << 20) - 1;  // RQ_WQE_HDR_WR_ID_MASK
+
+// sq_base.wqe_type
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_SEND = 0x0;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_SEND_W_IMMEAD = 0x1;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_SEND_W_INVALID = 0x2;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_WRITE_WQE = 0x4;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD = 0x5;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_READ_WQE = 0x6;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_ATOMIC_CS = 0x8;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_ATOMIC_FA = 0xb;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_LOCAL_INVALID = 0xc;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_FR_PMR = 0xd;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_BIND = 0xe;
+inline constexpr std::uint8_t SQ_BASE_WQE_TYPE_FR_PPMR = 0xf;
+inline constexpr std::uint8_t RQ_WQE_HDR_WQE_TYPE_RCV = 0x80;
+
+// sq_send_hdr.flags / sq_rdma_hdr.flags
+inline constexpr std::uint8_t SQ_SEND_HDR_FLAGS_SIGNAL_COMP = 0x1;
+inline constexpr std::uint8_t SQ_SEND_HDR_FLAGS_RD_OR_ATOMIC_FENCE = 0x2;
+inline constexpr std::uint8_t SQ_SEND_HDR_FLAGS_UC_FENCE = 0x4;
+inline constexpr std::uint8_t SQ_SEND_HDR_FLAGS_SE = 0x8;
+inline constexpr std::uint8_t SQ_SEND_HDR_FLAGS_INLINE = 0x10;
+inline constexpr std::uint8_t SQ_SEND_HDR_FLAGS_WQE_TS_EN = 0x20;
+inline constexpr std::uint8_t SQ_SEND_HDR_FLAGS_DEBUG_TRACE = 0x40;
+
+// ---- layouts ------------------------------------------------------------------------------------
+
+#define RIG_BNXT_SQ_SGE(W, D, F, A)                                \
+    W(va_or_pa, std::uint64_t, 0)                                  \
+    W(l_key, std::uint32_t, 8)                                     \
+    W(size, std::uint32_t, 12)
+RIG_BNXT_LAYOUT(sq_sge, 16, RIG_BNXT_SQ_SGE);
+
+#define RIG_BNXT_SQ_SEND_HDR(W, D, F, A)                           \
+    W(wqe_type, std::uint8_t, 0)                                   \
+    W(flags, std::uint8_t, 1)                                      \
+    W(wqe_size, std::uint8_t, 2)                                   \
+    W(inv_key_or_imm_data, std::uint32_t, 4)                       \
+    W(length, std::uint32_t, 8)                                    \
+    W(q_key, std::uint32_t, 12)                                    \
+    F(dst_qp, std::uint32_t, 16, 0x00ffffff, 0)                    \
+    F(avid, std::uint32_t, 20, 0x000fffff, 0)                      \
+    F(timestamp, std::uint32_t, 28, 0x00ffffff, 0)
+RIG_BNXT_LAYOUT(sq_send_hdr, 32, RIG_BNXT_SQ_SEND_HDR);
+
+#define RIG_BNXT_SQ_RDMA_HDR(W, D, F, A)                           \
+    W(wqe_type, std::uint8_t, 0)                                   \
+    W(flags, std::uint8_t, 1)                                      \
+    W(wqe_size, std::uint8_t, 2)                                   \
+    W(imm_data, std::uint32_t, 4)                                  \
+    W(length, std::uint32_t, 8)                                    \
+    W(remote_va, std::uint64_t, 16)                                \
+    W(remote_key, std::uint32_t, 24)                               \
+    F(timestamp, std::uint32_t, 28, 0x00ffffff, 0)
+RIG_BNXT_LAYOUT(sq_rdma_hdr, 32, RIG_BNXT_SQ_RDMA_HDR);
+
+// wr_id: the driver's 20-bit tag, returned in the CQE's srq_or_rq_wr_id.
+#define RIG_BNXT_RQ_WQE_HDR(W, D, F, A)                            \
+    D(wqe_type, std::uint8_t, 0, RQ_WQE_HDR_WQE_TYPE_RCV)          \
+    W(flags, std::uint8_t, 1)                                      \
+    W(wqe_size, std::uint8_t, 2)                                   \
+    F(wr_id, std::uint32_t, 8, 0x000fffff, 0)
+RIG_BNXT_LAYOUT(rq_wqe_hdr, 32, RIG_BNXT_RQ_WQE_HDR);
+
+// Retransmission metadata the driver keeps next to the SQ (§3.3): one sq_psn_search_ext per
+// WQE on P5, one sq_msn_search per message with the P7 host MSN table.
+#define RIG_BNXT_SQ_PSN_SEARCH_EXT(W, D, F, A)                     \
+    F(start_psn, std::uint32_t, 0, 0x00ffffff, 0)                  \
+    F(opcode, std::uint32_t, 0, 0xff000000, 24)                    \
+    F(next_psn, std::uint32_t, 4, 0x00ffffff, 0)                   \
+    F(flags, std::uint32_t, 4, 0xff000000, 24)                     \
+    W(start_slot_idx, std::uint16_t, 8)
+RIG_BNXT_LAYOUT(sq_psn_search_ext, 16, RIG_BNXT_SQ_PSN_SEARCH_EXT);
+
+#define RIG_BNXT_SQ_MSN_SEARCH(W, D, F, A)                         \
+    F(start_psn, std::uint64_t, 0, 0x0000000000ffffffull, 0)       \
+    F(next_psn, std::uint64_t, 0, 0x0000ffffff000000ull, 24)       \
+    F(start_idx, std::uint64_t, 0, 0xffff000000000000ull, 48)
+RIG_BNXT_LAYOUT(sq_msn_search, 8, RIG_BNXT_SQ_MSN_SEARCH);
+
+// ---- typed entries ------------------------------------------------------------------------------
+
+// One scatter/gather element: `bytes` at `address` of the region with local key `key`.
+struct local {
+    std::int64_t address, bytes, key;
+};
+// The peer's memory: `address` of the region with remote key `key`.
+struct remote {
+    std::int64_t address, key;
+};
+
+struct send_op        { std::span<const local> src; };
+struct send_inline_op { std::string_view data; };
+struct write_op       { std::span<const local> src; remote dst; };
+struct write_inline_op { std::string_view data; remote dst; };
+struct read_op        { remote src; std::span<const local> dst; };
+
+using op = std::variant<send_op, send_inline_op, write_op, write_inline_op, read_op>;
+
+struct entry {
+    abi::op op;
+    bool signal;   // SIGNAL_COMP: a completion on success too (errors always complete)
+};
+
+struct receive {
+    std::span<const local> dst;   // at least one element: the RQ needs one (§3.2)
+    std::int64_t wr_id;           // 20 bits, comes back in the responder CQE
+};
+
+enum class wqe_mode : std::uint8_t { static_128, variable };
+
+namespace detail {
+
+[[noreturn]] inline void refuse(std::string_view what, std::int64_t value) {
+    throw std::invalid_argument(std::string(what) + ": value " + std::to_string(value) +
+                                " is out of range");
+}
+
+inline void check_local(const local& l) {
+    if (l.address < 0) refuse("local.address", l.address);
+    if (l.bytes < 0 || l.bytes > max_length) refuse("local.bytes", l.bytes);
+    if (l.key < 0 || l.key > max_key) refuse("local.key", l.key);
+}
+inline void check_remote(const remote& r) {
+    if (r.address < 0) refuse("remote.address", r.address);
+    if (r.key < 0 || r.key > max_key) refuse("remote.key", r.key);
+}
+
+// The element list's total length, refused over max_length (the header's length field).
+inline std::uint32_t total_length(std::span<const local> sges) {
+    std::int64_t total = 0;
+    for (const local& l : sges) {
+        check_local(l);
+        total += l.bytes;
+        if (total > max_length) refuse("total length of the elements", total);
+    }
+    return static_cast<std::uint32_t>(total);
+}
+
+// Where the entry goes: refuses a ring that is not whole slots (whole 128-byte entries in
+// static mode), `at` outside it or not on an entry boundary, and an entry that does not fit.
+// Returns the slots the entry takes in the ring.
+inline std::size_t payload_limit(wqe_mode mode) noexcept {
+    return mode == wqe_mode::static_128 ? static_wqe_slots - 2 : max_wqe_slots - 2;
+}
+
+inline std::size_t check_place(std::span<const std::byte> ring, std::size_t at, wqe_mode mode,
+                               std::size_t used_slots) {
+    const std::size_t payload_limit_slots = payload_limit(mode);
+    const std::size_t unit = mode == wqe_mode::static_128 ? static_wqe_slots * wqe_slot_size
+                                                          : wqe_slot_size;
+    if (ring.empty() || ring.size() % unit != 0) {
+        throw std::invalid_argument("wqe: a ring of " + std::to_string(ring.size()) +
+                                    " bytes is not whole " + std::to_string(unit) + "-byte units");
+    }
+    const std::size_t ring_slots = ring.size() / wqe_slot_size;
+    if (at >= ring_slots || (mode == wqe_mode::static_128 && at % static_wqe_slots != 0)) {
+        throw std::invalid_argument("wqe: slot " + std::to_string(at) +
+                                    " is not an entry's place in a ring of " +
+                                    std::to_string(ring_slots) + " slots");
+    }
+    if (used_slots - 2 > payload_limit_slots) {
+        throw std::invalid_argument("wqe: " + std::to_string(used_slots - 2) +
+                                    " payload slots, the entry takes at most " +
+                                    std::to_string(payload_limit_slots));
+    }
+    const std::size_t taken = mode == wqe_mode::static_128 ? static_wqe_slots : used_slots;
+    if (taken > ring_slots) {
+        throw std::invalid_argument("wqe: an entry of " + std::to_string(taken) +
+                                    " slots does not fit a ring of " + std::to_string(ring_slots));
+    }
+    return taken;
+}
+
+// Copies `n` bytes into the ring from slot `slot` on, wrapping at the end.
+inline void put(std::span<std::byte> ring, std::size_t slot, const std::byte* src,
+                std::size_t n) noexcept {
+    const std::size_t ring_slots = ring.size() / wqe_slot_size;
+    for (std::size_t done = 0; done < n; done += wqe_slot_size, ++slot) {
+        std::memcpy(ring.data() + (slot % ring_slots) * wqe_slot_size, src + done,
+                    std::min(wqe_slot_size, n - done));
+    }
+}
+
+// Header, then elements or inline bytes, then zeros up to `taken` slots.
+inline void put_entry(std::span<std::byte> ring, std::size_t at, std::size_t taken,
+                      const std::array<std::byte, 32>& hdr, std::span<const local> sges,
+                      std::string_view inline_data) noexcept {
+    const std::size_t ring_slots = ring.size() / wqe_slot_size;
+    put(ring, at, hdr.data(), hdr.size());
+    std::size_t slot = at + 2;
+    for (const local& l : sges) {
+        sq_sge s{static_cast<std::uint64_t>(l.address), static_cast<std::uint32_t>(l.key),
+                 static_cast<std::uint32_t>(l.bytes)};
+        std::array<std::byte, 16> b{};
+        encode(std::span<std::byte>(b), s);
+        put(ring, slot++, b.data(), b.size());
+    }
+    if (!inline_data.empty()) {
+        put(ring, slot, reinterpret_cast<const std::byte*>(inline_data.data()), inline_data.size());
+        if (inline_data.size() % wqe_slot_size != 0) {   // zero the rest of the last slot
+            const std::size_t last = (slot + inline_data.size() / wqe_slot_size) % ring_slots;
+            const std::size_t tail = inline_data.size() % wqe_slot_size;
+            std::memset(ring.data() + last * wqe_slot_size + tail, 0, wqe_slot_size - tail);
+        }
+        slot += (inline_data.size() + wqe_slot_size - 1) / wqe_slot_size;
+    }
+    for (; slot < at + taken; ++slot) {
+        std::memset(ring.data() + (slot % ring_slots) * wqe_slot_size, 0, wqe_slot_size);
+    }
+}
+
+inline std::size_t inline_slots(std::string_view data) noexcept {
+    return (data.size() + wqe_slot_size - 1) / wqe_slot_size;
+}
+
+inline void check_inline(std::string_view data, wqe_mode mode) {
+    const std::size_t limit = payload_limit(mode) * wqe_slot_size;
+    if (data.size() > limit) {
+        throw std::invalid_argument("wqe: " + std::to_string(data.size()) +
+                                    " inline bytes, the entry takes at most " +
+                                    std::to_string(limit));
+    }
+}
+
+inline std::array<std::byte, 32> send_header(std::uint8_t flags, std::size_t slots,
+                                             std::uint32_t length) {
+    sq_send_hdr h{};
+    h.wqe_type = SQ_BASE_WQE_TYPE_SEND;
+    h.flags = flags;
+    h.wqe_size = static_cast<std::uint8_t>(slots);
+    h.length = length;
+    return to_bytes(h);
+}
+
+inline std::array<std::byte, 32> rdma_header(std::uint8_t type, std::uint8_t flags,
+                                             std::size_t slots, std::uint32_t length,
+                                             const remote& r) {
+    sq_rdma_hdr h{};
+    h.wqe_type = type;
+    h.flags = flags;
+    h.wqe_size = static_cast<std::uint8_t>(slots);
+    h.length = length;
+    h.remote_va = static_cast<std::uint64_t>(r.address);
+    h.remote_key = static_cast<std::uint32_t>(r.key);
+    return to_bytes(h);
+}
+
+inline std::uint8_t signal_flag(bool signal) noexcept {
+    return signal ? SQ_SEND_HDR_FLAGS_SIGNAL_COMP : 0;
+}
+
+}  // namespace detail
+
+// ---- writers ------------------------------------------------------------------------------------
+
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const send_op& o, bool signal) {
+    const std::uint32_t length = detail::total_length(o.src);
+    const std::size_t used = 2 + o.src.size();
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    detail::put_entry(ring, at, taken,
+                      detail::send_header(detail::signal_flag(signal), used, length), o.src, {});
+    return taken;
+}
+
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const send_inline_op& o, bool signal) {
+    detail::check_inline(o.data, mode);
+    const std::size_t used = 2 + detail::inline_slots(o.data);
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    const auto flags =
+        static_cast<std::uint8_t>(detail::signal_flag(signal) | SQ_SEND_HDR_FLAGS_INLINE);
+    detail::put_entry(ring, at, taken,
+                      detail::send_header(flags, used, static_cast<std::uint32_t>(o.data.size())),
+                      {}, o.data);
+    return taken;
+}
+
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const write_op& o, bool signal) {
+    const std::uint32_t length = detail::total_length(o.src);
+    detail::check_remote(o.dst);
+    const std::size_t used = 2 + o.src.size();
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    detail::put_entry(ring, at, taken,
+                      detail::rdma_header(SQ_BASE_WQE_TYPE_WRITE_WQE, detail::signal_flag(signal),
+                                          used, length, o.dst),
+                      o.src, {});
+    return taken;
+}
+
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const write_inline_op& o, bool signal) {
+    detail::check_inline(o.data, mode);
+    detail::check_remote(o.dst);
+    const std::size_t used = 2 + detail::inline_slots(o.data);
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    const auto flags =
+        static_cast<std::uint8_t>(detail::signal_flag(signal) | SQ_SEND_HDR_FLAGS_INLINE);
+    detail::put_entry(ring, at, taken,
+                      detail::rdma_header(SQ_BASE_WQE_TYPE_WRITE_WQE, flags, used,
+                                          static_cast<std::uint32_t>(o.data.size()), o.dst),
+                      {}, o.data);
+    return taken;
+}
+
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const read_op& o, bool signal) {
+    detail::check_remote(o.src);
+    const std::uint32_t length = detail::total_length(o.dst);
+    const std::size_t used = 2 + o.dst.size();
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    detail::put_entry(ring, at, taken,
+                      detail::rdma_header(SQ_BASE_WQE_TYPE_READ_WQE, detail::signal_flag(signal),
+                                          used, length, o.src),
+                      o.dst, {});
+    return taken;
+}
+
+// One send-queue entry at slot `at`; returns the slots it took.
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const entry& e) {
+    return std::visit([&](const auto& o) { return write(ring, at, mode, o, e.signal); }, e.op);
+}
+
+// One receive-queue entry at slot `at`; returns the slots it took.
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const receive& r) {
+    if (r.dst.empty()) {
+        throw std::invalid_argument("receive: no element (the RQ needs one; post one of 0 bytes)");
+    }
+    if (r.wr_id < 0 || r.wr_id > max_wr_id) {
+        detail::refuse("receive.wr_id", r.wr_id);
+    }
+    detail::total_length(r.dst);
+    const std::size_t used = 2 + r.dst.size();
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    rq_wqe_hdr h{};
+    h.wqe_size = static_cast<std::uint8_t>(used);
+    h.wr_id = static_cast<std::uint32_t>(r.wr_id);
+    detail::put_entry(ring, at, taken, to_bytes(h), r.dst, {});
+    return taken;
+}
+
+}  // namespace rig::bnxt::abi
