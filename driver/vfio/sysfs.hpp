@@ -1,0 +1,74 @@
+#pragma once
+// PCI functions as sysfs shows them, under a configurable root so tests use a fixture tree.
+//
+//   <root>/bus/pci/devices/<bdf>/{vendor,device,class}   "0x15b3\n", "0x1017\n", "0x020000\n"
+//   <root>/bus/pci/devices/<bdf>/driver        -> ../../../bus/pci/drivers/<name>   (absent: none)
+//   <root>/bus/pci/devices/<bdf>/iommu_group   -> ../../../kernel/iommu_groups/<N> (absent: no IOMMU)
+//   <root>/bus/pci/devices/<bdf>/driver_override   "(null)\n" when unset
+//   <root>/bus/pci/devices/<bdf>/vfio-dev/vfio<M>  the VFIO device cdev (Linux >= 6.6)
+//   <root>/bus/pci/devices/<bdf>/net/<ifname>      its network interfaces
+// (reference/vfio-and-vfio-user.md §3.1, §3.2, §3.6)
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "driver/error.hpp"
+
+namespace rig::driver::vfio {
+
+// "0000:bb:dd.f" in lower- or upper-case hexadecimal
+bool is_pci_address(std::string_view s);
+
+// The functions Rig drives: mlx5 (reference/mlx5.md §5) and bnxt Thor P5/P7 (reference/bnxt.md §4).
+struct known_device {
+    std::uint16_t vendor;
+    std::uint16_t device;
+    std::string_view family;   // "mlx5", "bnxt"
+    std::string_view name;
+    bool vf;
+};
+inline constexpr std::uint16_t mellanox_vendor = 0x15b3;
+inline constexpr std::uint16_t broadcom_vendor = 0x14e4;
+std::span<const known_device> known_devices();
+const known_device* find_known(std::uint16_t vendor, std::uint16_t device);
+
+struct pci_function {
+    std::string bdf;
+    std::uint16_t vendor = 0;
+    std::uint16_t device = 0;
+    std::uint32_t class_code = 0;
+    std::optional<unsigned> iommu_group;
+    std::string driver;            // "" when bound to none
+    std::string driver_override;   // "" when unset
+    std::string vfio_cdev;         // "vfio3" when the kernel made a VFIO device cdev for it
+    std::vector<std::string> net_interfaces;
+    const known_device* known = nullptr;
+};
+
+class sysfs {
+public:
+    explicit sysfs(std::string root = "/sys") : _root(std::move(root)) {}
+    const std::string& root() const noexcept { return _root; }
+
+    std::string devices_dir() const { return _root + "/bus/pci/devices"; }
+    std::string device_dir(std::string_view bdf) const { return devices_dir() + "/" + std::string(bdf); }
+    std::string drivers_dir() const { return _root + "/bus/pci/drivers"; }
+    std::string drivers_probe() const { return _root + "/bus/pci/drivers_probe"; }
+
+    // One function; an error names the function when it is absent or unreadable.
+    result<pci_function> function(std::string_view bdf) const;
+    // Every PCI function, in address order.
+    result<std::vector<pci_function>> functions() const;
+    // The mlx5 and bnxt functions, and any other function bound to vfio-pci.
+    result<std::vector<pci_function>> rig_functions() const;
+    // The functions sharing IOMMU group `group`, from <root>/kernel/iommu_groups/<N>/devices.
+    std::vector<std::string> group_members(unsigned group) const;
+
+private:
+    std::string _root;
+};
+
+}  // namespace rig::driver::vfio
