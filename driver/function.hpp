@@ -8,6 +8,7 @@
 //
 // Threads: control calls on one function are serialised by the caller (the firmware layer
 // owns a function). Mapped BAR pages and DMA memory are plain memory; use them from any thread.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <expected>
@@ -146,6 +147,13 @@ struct open_options {
     std::string dev_root = "/dev";
     // Highest IOVA the device can address (edu: 28 bits); IOVAs are allocated below it.
     std::uint64_t dma_limit = ~std::uint64_t{0};
+    // vfio-user: how long one call waits for the server. Past it the connection is given up and
+    // every later call fails at once (a late reply would desynchronise the stream).
+    std::chrono::milliseconds vfio_user_timeout{5000};
+    // vfio-user: announce DMA memory without its fd, so the server reaches it only through
+    // VFIO_USER_DMA_READ/WRITE messages, answered while one of our calls waits for its reply
+    // (for a server not trusted with the pages: spec "Client memory access"). Slow.
+    bool vfio_user_dma_by_message = false;
 };
 
 // "0000:bb:dd.f" (kernel VFIO) or "vfio-user:PATH" (a vfio-user server, e.g. rig-nicsim).

@@ -1,0 +1,161 @@
+#include "sim/vfio_user/dma_space.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "sim/vfio_user/log.hpp"
+
+namespace rig::sim::vfio_user {
+
+namespace {
+constexpr std::uint64_t page = 4096;
+}
+
+int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bool device_writes, int fd,
+                   std::uint64_t offset) {
+    if (size == 0 || iova + size < iova) {
+        return EINVAL;
+    }
+    std::lock_guard g(_lock);
+    // the first window at or after iova, and the one before it, are the only candidates to overlap
+    auto next = _windows.lower_bound(iova);
+    if (next != _windows.end() && next->first < iova + size) {
+        return EEXIST;
+    }
+    if (next != _windows.begin()) {
+        const window& prev = std::prev(next)->second;
+        if (prev.iova + prev.size > iova) {
+            return EEXIST;
+        }
+    }
+    std::byte* base = nullptr;
+    if (fd >= 0) {
+        // Only a regular file (memfd, hugetlbfs, tmpfs) that holds the whole window: a mapping
+        // past the end of the file would fault the model with SIGBUS on first touch.
+        struct stat st{};
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || offset % page != 0 ||
+            offset + size < offset || offset + size > static_cast<std::uint64_t>(st.st_size)) {
+            return EINVAL;
+        }
+        const int prot = (device_reads ? PROT_READ : 0) | (device_writes ? PROT_WRITE : 0);
+        void* p = ::mmap(nullptr, size, prot == 0 ? PROT_NONE : prot, MAP_SHARED, fd, static_cast<off_t>(offset));
+        if (p == MAP_FAILED) {
+            return errno == EACCES ? EACCES : EINVAL;
+        }
+        base = static_cast<std::byte*>(p);
+    }
+    _windows.emplace(iova, window{iova, size, device_reads, device_writes, base});
+    log().debug("DMA window [{:#x}, +{:#x}) {}{} {}", iova, size, device_reads ? "r" : "-",
+                device_writes ? "w" : "-", base != nullptr ? "mapped" : "in band");
+    return 0;
+}
+
+int dma_space::unmap(std::uint64_t iova, std::uint64_t size) {
+    std::lock_guard g(_lock);
+    const auto it = _windows.find(iova);
+    if (it == _windows.end() || it->second.size != size) {
+        return ENOENT;
+    }
+    if (it->second.base != nullptr) {
+        ::munmap(it->second.base, it->second.size);
+    }
+    _windows.erase(it);
+    return 0;
+}
+
+void dma_space::unmap_all() {
+    std::lock_guard g(_lock);
+    for (auto& [iova, w] : _windows) {
+        if (w.base != nullptr) {
+            ::munmap(w.base, w.size);
+        }
+    }
+    _windows.clear();
+}
+
+void dma_space::set_in_band(in_band_dma* to, std::thread::id thread) {
+    std::lock_guard g(_lock);
+    _in_band = to;
+    _in_band_thread = thread;
+}
+
+std::size_t dma_space::window_count() const {
+    std::lock_guard g(_lock);
+    return _windows.size();
+}
+
+std::uint64_t dma_space::fault_count() const {
+    std::lock_guard g(_lock);
+    return _fault_count;
+}
+
+std::vector<dma_fault> dma_space::faults() const {
+    std::lock_guard g(_lock);
+    return {_faults.begin(), _faults.end()};
+}
+
+// with _lock held
+void dma_space::refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::string reason) {
+    log().warn("DMA {} of {} bytes at IOVA {:#x} refused: {}", is_write ? "write" : "read", n, iova, reason);
+    ++_fault_count;
+    if (_faults.size() == faults_kept) {
+        _faults.pop_front();
+    }
+    _faults.push_back({iova, n, is_write, std::move(reason)});
+}
+
+bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write) {
+    std::unique_lock g(_lock);
+    if (n == 0) {
+        return true;
+    }
+    auto it = _windows.upper_bound(iova);
+    if (it == _windows.begin()) {
+        refuse(iova, n, is_write, "no DMA window there");
+        return false;
+    }
+    const window w = std::prev(it)->second;
+    const std::uint64_t at = iova - w.iova;
+    if (at >= w.size || n > w.size - at) {
+        refuse(iova, n, is_write, at >= w.size ? "no DMA window there" : "runs past the end of its DMA window");
+        return false;
+    }
+    if (is_write ? !w.device_writes : !w.device_reads) {
+        refuse(iova, n, is_write, is_write ? "DMA window not writable by the device" : "DMA window not readable by the device");
+        return false;
+    }
+    if (w.base != nullptr) {
+        if (is_write) {
+            std::memcpy(w.base + at, p, n);
+        } else {
+            std::memcpy(p, w.base + at, n);
+        }
+        return true;
+    }
+    // A window without fd: ask the client. Only the server's thread may talk to it, and not
+    // under the lock (the answer takes a round trip).
+    if (_in_band == nullptr || std::this_thread::get_id() != _in_band_thread) {
+        refuse(iova, n, is_write, "window without fd accessed outside a client request");
+        return false;
+    }
+    in_band_dma* to = _in_band;
+    g.unlock();
+    const bool ok = is_write ? to->dma_write(iova, std::span<const std::byte>(p, n)) : to->dma_read(iova, std::span<std::byte>(p, n));
+    if (!ok) {
+        g.lock();
+        refuse(iova, n, is_write, "the client refused or did not answer");
+    }
+    return ok;
+}
+
+bool dma_space::read(std::uint64_t iova, std::span<std::byte> out) {
+    return access(iova, out.data(), out.size(), false);
+}
+
+bool dma_space::write(std::uint64_t iova, std::span<const std::byte> in) {
+    return access(iova, const_cast<std::byte*>(in.data()), in.size(), true);
+}
+
+}  // namespace rig::sim::vfio_user

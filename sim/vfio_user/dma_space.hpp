@@ -1,0 +1,89 @@
+#pragma once
+// The model's IOMMU: how a device model reaches the client's memory by IOVA, and only the memory
+// the client mapped. reference/vfio-and-vfio-user.md §1.6; spec "VFIO_USER_DMA_MAP/UNMAP",
+// "VFIO_USER_DMA_READ/WRITE".
+//
+// A window announced with an fd is mmapped (MAP_SHARED) and accessed directly; one announced
+// without an fd is reached through VFIO_USER_DMA_READ/WRITE messages to the client, which only
+// works on the server's thread (from a device callback) while the client waits for a reply.
+// An access that does not lie wholly inside one window with the needed permission is refused,
+// never performed, and reported: counted, logged, and kept in faults().
+//
+// Thread-safe. An access holds the lock while it copies, so DMA_UNMAP, which takes the lock to
+// drop the window, waits for accesses in flight (the spec wants them finished before the reply).
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rig::sim::vfio_user {
+
+struct dma_fault {
+    std::uint64_t iova = 0;
+    std::uint64_t bytes = 0;
+    bool write = false;   // the device tried to write client memory
+    std::string reason;
+};
+
+// The server's side of windows without fd (its session with the client).
+class in_band_dma {
+public:
+    virtual bool dma_read(std::uint64_t iova, std::span<std::byte> out) = 0;
+    virtual bool dma_write(std::uint64_t iova, std::span<const std::byte> in) = 0;
+
+protected:
+    ~in_band_dma() = default;
+};
+
+class dma_space {
+public:
+    static constexpr std::size_t faults_kept = 64;
+
+    dma_space() = default;
+    dma_space(const dma_space&) = delete;
+    dma_space& operator=(const dma_space&) = delete;
+    ~dma_space() { unmap_all(); }
+
+    // ---- the device's accesses ----
+    bool read(std::uint64_t iova, std::span<std::byte> out);
+    bool write(std::uint64_t iova, std::span<const std::byte> in);
+
+    std::size_t window_count() const;
+    std::uint64_t fault_count() const;
+    std::vector<dma_fault> faults() const;   // the latest faults_kept, oldest first
+
+    // ---- the server's side ----
+    // 0 or an errno: EEXIST when it overlaps a window, EINVAL when the fd cannot back it.
+    // The fd stays the caller's (the mapping keeps the file); -1: a window without fd.
+    int map(std::uint64_t iova, std::uint64_t size, bool device_reads, bool device_writes, int fd,
+            std::uint64_t offset);
+    int unmap(std::uint64_t iova, std::uint64_t size);   // exactly a mapped window, else ENOENT
+    void unmap_all();
+    // Where windows without fd are served, and from which thread; nullptr: nowhere.
+    void set_in_band(in_band_dma* to, std::thread::id thread);
+
+private:
+    struct window {
+        std::uint64_t iova;
+        std::uint64_t size;
+        bool device_reads;
+        bool device_writes;
+        std::byte* base;   // nullptr: no fd, reached in band
+    };
+    bool access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write);
+    void refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::string reason);
+
+    mutable std::mutex _lock;
+    std::map<std::uint64_t, window> _windows;   // by IOVA, never overlapping
+    in_band_dma* _in_band = nullptr;
+    std::thread::id _in_band_thread;
+    std::uint64_t _fault_count = 0;
+    std::deque<dma_fault> _faults;
+};
+
+}  // namespace rig::sim::vfio_user
