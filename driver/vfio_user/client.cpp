@@ -28,6 +28,7 @@ std::string describe(const io_result& r, std::chrono::milliseconds timeout) {
     case io::malformed: return "malformed message from the server (size outside 16.." +
                                std::to_string(16 + max_payload) + " bytes)";
     case io::failed: return std::strerror(r.err);
+    case io::stopped: break;   // only with a wake fd, which the client does not pass
     }
     return "?";
 }

@@ -16,9 +16,17 @@
 #include "abi/vfio_user/protocol.hpp"
 #include "driver/function.hpp"
 #include "driver/iova.hpp"
-#include "driver/vfio_user/channel.hpp"
+#include "transport/vfio_user/socket.hpp"
 
 namespace rig::driver::vfio_user_detail {
+
+// whole messages on the socket: transport/vfio_user/socket.hpp, shared with the model's server
+using rig::vfio_user::transport::clock;
+using rig::vfio_user::transport::io;
+using rig::vfio_user::transport::io_result;
+using rig::vfio_user::transport::message;
+using rig::vfio_user::transport::receive_message;
+using rig::vfio_user::transport::send_message;
 
 // What we accept from the server in one message: a REGION_READ reply or DMA_WRITE command of at
 // most this many data bytes (our max_data_xfer_size) plus its 16-byte head. Region info replies

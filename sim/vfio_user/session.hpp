@@ -6,9 +6,16 @@
 
 #include "abi/vfio_user/protocol.hpp"
 #include "sim/vfio_user/dma_space.hpp"
-#include "sim/vfio_user/wire.hpp"
+#include "transport/vfio_user/socket.hpp"
 
 namespace rig::sim::vfio_user {
+
+// whole messages on the socket: transport/vfio_user/socket.hpp, shared with the driver's client
+using rig::vfio_user::transport::clock;
+using rig::vfio_user::transport::io;
+using rig::vfio_user::transport::message;
+using rig::vfio_user::transport::receive_message;
+using rig::vfio_user::transport::send_message;
 
 class server;
 

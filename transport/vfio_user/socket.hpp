@@ -1,10 +1,12 @@
 #pragma once
-// The client's end of a vfio-user socket: whole messages in and out, with their fds, and every
-// wait bounded by a deadline. AF_UNIX SOCK_STREAM, fds as SCM_RIGHTS (spec "Socket",
-// reference/vfio-and-vfio-user.md §1.1, §1.9).
+// One end of a vfio-user socket, client's or server's: whole messages in and out, with their
+// fds, and every wait bounded by a deadline and, where the caller has one, cut short by a wake
+// fd. AF_UNIX SOCK_STREAM, fds as SCM_RIGHTS (spec "Socket", reference/vfio-and-vfio-user.md
+// §1.1, §1.9).
 //
-// (sim/vfio_user/wire.* is the server's twin of this file: the dependency rule, DESIGN.md §1,
-// keeps the model from using driver/, and abi/ does no I/O.)
+// The driver's client (driver/vfio_user/) and the model's server (sim/vfio_user/) both use this
+// file; the dependency rule (DESIGN.md §1) keeps each from the other, and abi/ does no I/O. The
+// wire format itself is abi/vfio_user/protocol.hpp.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +15,7 @@
 
 #include "abi/vfio_user/protocol.hpp"
 
-namespace rig::driver::vfio_user_detail {
+namespace rig::vfio_user::transport {
 
 using clock = std::chrono::steady_clock;
 
@@ -39,13 +41,14 @@ private:
 };
 
 struct message {
-    vfio_user::abi::header hdr{};
+    abi::header hdr{};
     std::vector<std::byte> payload;
     owned_fds fds;
     bool fds_truncated = false;   // the sender attached more fds than we take (MSG_CTRUNC)
 };
 
-enum class io { ok, closed, timeout, failed, malformed };
+// `stopped` only comes with a wake fd (below).
+enum class io { ok, closed, timeout, failed, malformed, stopped };
 struct io_result {
     io status = io::ok;
     int err = 0;   // errno for failed
@@ -54,13 +57,16 @@ struct io_result {
 
 // Header and payload in one sendmsg (partial sends continue without the fds, which went with
 // the first byte). MSG_NOSIGNAL: a dead peer is an error, not SIGPIPE.
-io_result send_message(int sock, const vfio_user::abi::header& hdr, std::span<const std::byte> payload,
-                       std::span<const int> fds, clock::time_point deadline);
+// `wake`: an fd that becomes readable when the caller must stop waiting (the server's stop;
+// -1: none); then `stopped`.
+io_result send_message(int sock, const abi::header& hdr, std::span<const std::byte> payload,
+                       std::span<const int> fds, clock::time_point deadline, int wake = -1);
 
 // One whole message. The header is checked before anything is allocated for the body: a
 // msg_size below 16 or above 16 + max_payload is `malformed`, and the stream can no longer be
 // trusted. fds are collected from every segment; beyond max_fds the kernel drops them.
+// `wake` as for send_message.
 io_result receive_message(int sock, message& out, std::size_t max_payload, std::size_t max_fds,
-                          clock::time_point deadline);
+                          clock::time_point deadline, int wake = -1);
 
-}  // namespace rig::driver::vfio_user_detail
+}  // namespace rig::vfio_user::transport

@@ -1,4 +1,4 @@
-#include "driver/vfio_user/channel.hpp"
+#include "transport/vfio_user/socket.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,9 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-namespace rig::driver::vfio_user_detail {
-
-namespace abi = rig::vfio_user::abi;
+namespace rig::vfio_user::transport {
 
 owned_fds& owned_fds::operator=(owned_fds&& o) noexcept {
     if (this != &o) {
@@ -36,17 +34,20 @@ void owned_fds::close_all() noexcept {
 
 namespace {
 
-// Waits until `sock` is ready for `events` or the deadline passes. Hang-up and errors count as
-// ready: the following recv/send reports them.
-io_result wait_ready(int sock, short events, clock::time_point deadline) {
+// Waits until `sock` is ready for `events`, the deadline passes or `wake` (if >= 0) fires. Hang-up and
+// errors count as ready: the following recv/send reports them.
+io_result wait_ready(int sock, short events, clock::time_point deadline, int wake) {
     for (;;) {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock::now());
         if (left.count() <= 0) {
             return {io::timeout, 0};
         }
-        pollfd p{sock, events, 0};
-        const int n = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1 << 30)));
+        pollfd p[2] = {{sock, events, 0}, {wake, POLLIN, 0}};
+        const int n = ::poll(p, wake >= 0 ? 2 : 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1 << 30)));
         if (n > 0) {
+            if (wake >= 0 && p[1].revents != 0) {
+                return {io::stopped, 0};
+            }
             return {};
         }
         if (n < 0 && errno != EINTR) {
@@ -57,11 +58,11 @@ io_result wait_ready(int sock, short events, clock::time_point deadline) {
 
 // Exactly n bytes into p, collecting SCM_RIGHTS fds from every segment.
 io_result receive_exact(int sock, std::byte* p, std::size_t n, message& out, std::size_t max_fds,
-                        clock::time_point deadline) {
+                        clock::time_point deadline, int wake) {
     std::vector<char> control(CMSG_SPACE(sizeof(int) * std::max<std::size_t>(max_fds, 1)));
     std::size_t got = 0;
     while (got < n) {
-        if (auto w = wait_ready(sock, POLLIN, deadline); !w) {
+        if (auto w = wait_ready(sock, POLLIN, deadline, wake); !w) {
             return w;
         }
         iovec iov{p + got, n - got};
@@ -103,7 +104,7 @@ io_result receive_exact(int sock, std::byte* p, std::size_t n, message& out, std
 }  // namespace
 
 io_result send_message(int sock, const abi::header& hdr, std::span<const std::byte> payload,
-                       std::span<const int> fds, clock::time_point deadline) {
+                       std::span<const int> fds, clock::time_point deadline, int wake) {
     std::byte head[abi::header_size];
     abi::encode(std::span<std::byte>(head), 0, hdr);
     const std::size_t total = sizeof head + payload.size();
@@ -142,7 +143,7 @@ io_result send_message(int sock, const abi::header& hdr, std::span<const std::by
                 continue;
             }
             if (errno == EAGAIN) {
-                if (auto w = wait_ready(sock, POLLOUT, deadline); !w) {
+                if (auto w = wait_ready(sock, POLLOUT, deadline, wake); !w) {
                     return w;
                 }
                 continue;
@@ -158,10 +159,10 @@ io_result send_message(int sock, const abi::header& hdr, std::span<const std::by
 }
 
 io_result receive_message(int sock, message& out, std::size_t max_payload, std::size_t max_fds,
-                          clock::time_point deadline) {
+                          clock::time_point deadline, int wake) {
     out = message{};
     std::byte head[abi::header_size];
-    if (auto r = receive_exact(sock, head, sizeof head, out, max_fds, deadline); !r) {
+    if (auto r = receive_exact(sock, head, sizeof head, out, max_fds, deadline, wake); !r) {
         return r;
     }
     out.hdr = *abi::decode<abi::header>(std::span<const std::byte>(head));
@@ -170,11 +171,11 @@ io_result receive_message(int sock, message& out, std::size_t max_payload, std::
     }
     out.payload.resize(out.hdr.msg_size - abi::header_size);
     if (!out.payload.empty()) {
-        if (auto r = receive_exact(sock, out.payload.data(), out.payload.size(), out, max_fds, deadline); !r) {
+        if (auto r = receive_exact(sock, out.payload.data(), out.payload.size(), out, max_fds, deadline, wake); !r) {
             return r;
         }
     }
     return {};
 }
 
-}  // namespace rig::driver::vfio_user_detail
+}  // namespace rig::vfio_user::transport
