@@ -1,0 +1,122 @@
+#pragma once
+// The driver's own mlx5 command channel, in polling mode (reference mlx5.md §2.3-2.7).
+//
+//   auto q = command_queue::create(fn).value();      // cmdif_rev, queue address, initializing
+//   auto out = q->exec<ifc::enable_hca_in, ifc::enable_hca_out>(in, deadline);
+//
+// It owns the command queue page (4 KiB of DMA memory) and a pool of mailbox blocks (1 KiB
+// apart, 576 bytes used), both mapped for the device through the function. A command is
+// written into a free slot (inline bytes, input and output mailbox chains, token, signature,
+// ownership last), the doorbell rung, and the entry's ownership polled until the device hands
+// it back or the deadline passes. A command that misses its deadline leaves its slot and
+// mailboxes with the device: they are never reused and stranded() lists them.
+//
+// Threads: exec may be called from any thread; commands are issued one at a time.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "abi/mlx5/ifc/cmd.hpp"
+#include "abi/mlx5/ifc/cmdq.hpp"
+#include "driver/dma_memory.hpp"
+#include "driver/function.hpp"
+#include "firmware/mlx5/error.hpp"
+
+namespace rig::firmware::mlx5 {
+
+struct command_queue_options {
+    // How long setup waits for the firmware to clear `initializing` (kernel FW_INIT_TIMEOUT).
+    std::chrono::milliseconds init_timeout{2000};
+    // Mailbox blocks allocated (and mapped) at a time; the pool grows by this many.
+    std::size_t blocks_per_chunk = 64;
+};
+
+// A command the device never handed back: what it still holds. The memory stays allocated and
+// mapped for as long as the command_queue lives (and past it: see ~command_queue).
+struct stranded_command {
+    unsigned slot = 0;
+    ifc::opcode opcode{};
+    std::uint16_t op_mod = 0;
+    std::uint8_t token = 0;
+    std::uint64_t entry_iova = 0;                // the slot's 64 bytes
+    std::vector<std::uint64_t> mailbox_iovas;    // input blocks, then output blocks
+};
+
+class command_queue {
+public:
+    using clock = std::chrono::steady_clock;
+
+    static result<std::unique_ptr<command_queue>> create(driver::function& fn,
+                                                         const command_queue_options& options = {});
+    ~command_queue();
+    command_queue(const command_queue&) = delete;
+    command_queue& operator=(const command_queue&) = delete;
+
+    // Runs one command: `in` is the whole command input (at least the 16-byte mbox_in header
+    // that every command starts with), `out_bytes` the output length it expects (at least 8).
+    // Returns the output, out_bytes long, only when the firmware's status is OK.
+    result<std::vector<std::byte>> exec(std::span<const std::byte> in, std::size_t out_bytes,
+                                        clock::time_point deadline);
+
+    // Sized from the layouts, like the kernel's mlx5_cmd_exec_inout: `in` is In::size_bytes
+    // or longer (trailing arrays), the output Out::size_bytes.
+    template <class In, class Out>
+    result<std::vector<std::byte>> exec(std::span<const std::byte> in, clock::time_point deadline) {
+        if (in.size() < In::size_bytes) {
+            error e;
+            e.kind = error_kind::bad_input;
+            e.message = std::string(In::name) + " of " + std::to_string(in.size()) +
+                        " bytes is shorter than its " + std::to_string(In::size_bytes) + "-byte layout";
+            return std::unexpected(std::move(e));
+        }
+        return exec(in, Out::size_bytes, deadline);
+    }
+
+    std::vector<stranded_command> stranded() const;
+
+    unsigned entries() const noexcept { return 1u << _log_size; }
+    unsigned log_stride() const noexcept { return _log_stride; }
+    std::uint64_t queue_iova() const noexcept { return _queue_iova; }
+    std::uint16_t cmd_interface_rev() const noexcept { return _cmdif_rev; }
+
+private:
+    struct block {
+        std::byte* data;
+        std::uint64_t iova;
+    };
+    struct chunk {
+        driver::dma_memory memory;
+        std::uint64_t iova = 0;
+    };
+
+    explicit command_queue(driver::function& fn, const command_queue_options& options);
+    result<void> setup();
+    result<std::uint32_t> read_dword(std::uint64_t offset);
+    result<void> write_dword(std::uint64_t offset, std::uint32_t host_value);
+    result<void> grow_pool();
+    result<std::vector<block>> take_blocks(std::size_t n);
+    std::uint8_t next_token() noexcept;
+
+    driver::function& _fn;
+    command_queue_options _options;
+    mutable std::mutex _lock;
+    driver::dma_memory _queue;
+    std::uint64_t _queue_iova = 0;
+    bool _queue_mapped = false;
+    std::uint16_t _cmdif_rev = 0;
+    unsigned _log_size = 0;
+    unsigned _log_stride = 0;
+    std::vector<chunk> _chunks;
+    std::vector<block> _free_blocks;
+    std::vector<bool> _slot_stranded;
+    std::vector<stranded_command> _stranded;
+    std::uint8_t _token = 0;
+};
+
+}  // namespace rig::firmware::mlx5
