@@ -19,6 +19,7 @@
 #include "driver/function.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/server.hpp"
+#include "test/model/served_model.hpp"
 
 namespace {
 
@@ -38,20 +39,6 @@ constexpr std::size_t cmdq_off = 0;
 constexpr std::size_t in_boxes_off = 0x10000;   // input blocks, 1 KiB apart
 constexpr std::size_t out_boxes_off = 0x30000;  // output blocks
 constexpr std::size_t pages_off = 0x100000;     // pages given to the firmware
-
-struct temp_socket {
-    std::string dir;
-    temp_socket() {
-        char tmpl[] = "/tmp/rig-mlx5-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        dir = tmpl;
-    }
-    ~temp_socket() {
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
-    std::string path() const { return dir + "/mlx5.sock"; }
-};
 
 struct submit_options {
     bool owned = true;                          // ownership bit handed to the device
@@ -73,24 +60,13 @@ struct result {
     std::uint64_t get(abi::field f) const { return abi::get(out, f); }
 };
 
-struct rig_fixture {
-    temp_socket sock;
-    model::function_model fn;
-    std::unique_ptr<rig::sim::vfio_user::server> srv;
-    std::unique_ptr<drv::function> f;
+struct rig_fixture : rig::test::served_model {
     drv::dma_memory mem;
     std::uint64_t iova = 0;
     std::uint8_t next_token = 1;
 
-    explicit rig_fixture(model::function_options o = {}, drv::open_options oo = {}) : fn(o) {
-        auto s = rig::sim::vfio_user::server::create(sock.path(), fn);
-        REQUIRE(s.has_value());
-        srv = std::move(*s);
-        fn.attach(*srv);
-        srv->start();
-        auto opened = drv::open("vfio-user:" + sock.path(), oo);
-        REQUIRE(opened.has_value());
-        f = std::move(*opened);
+    explicit rig_fixture(model::function_options o = {}, drv::open_options oo = {})
+        : served_model(o, oo) {
         auto m = drv::dma_memory::allocate(mem_bytes, drv::page_choice::automatic);
         REQUIRE(m.has_value());
         mem = std::move(*m);

@@ -20,6 +20,7 @@
 #include "firmware/mlx5/command_queue.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/server.hpp"
+#include "test/model/served_model.hpp"
 
 namespace {
 
@@ -36,20 +37,6 @@ using clk = std::chrono::steady_clock;
 
 clk::time_point soon() { return clk::now() + 1s; }
 
-struct temp_socket {
-    std::string dir;
-    temp_socket() {
-        char tmpl[] = "/tmp/rig-mlx5fw-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        dir = tmpl;
-    }
-    ~temp_socket() {
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
-    std::string path() const { return dir + "/mlx5.sock"; }
-};
-
 template <class In>
 std::vector<std::byte> make(opcode op, std::uint16_t op_mod = 0, std::size_t extra = 0) {
     std::vector<std::byte> in(In::size_bytes + extra);
@@ -58,23 +45,7 @@ std::vector<std::byte> make(opcode op, std::uint16_t op_mod = 0, std::size_t ext
     return in;
 }
 
-struct model_fixture {
-    temp_socket sock;
-    model::function_model fn;
-    std::unique_ptr<rig::sim::vfio_user::server> srv;
-    std::unique_ptr<drv::function> f;
-
-    explicit model_fixture(model::function_options o = {}) : fn(o) {
-        auto s = rig::sim::vfio_user::server::create(sock.path(), fn);
-        REQUIRE(s.has_value());
-        srv = std::move(*s);
-        fn.attach(*srv);
-        srv->start();
-        auto opened = drv::open("vfio-user:" + sock.path());
-        REQUIRE(opened.has_value());
-        f = std::move(*opened);
-    }
-};
+using model_fixture = rig::test::served_model;
 
 // Pages for MANAGE_PAGES, mapped for the device.
 struct pages {

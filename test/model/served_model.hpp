@@ -1,0 +1,51 @@
+#pragma once
+// The mlx5 function model served in this process by the vfio-user server on a socket in a
+// fresh temporary directory, and opened as a driver would open it: driver::open("vfio-user:").
+// Shared by the model's own tests and the firmware layer's tests.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "driver/function.hpp"
+#include "sim/mlx5/function_model.hpp"
+#include "sim/vfio_user/server.hpp"
+
+namespace rig::test {
+
+struct temp_socket {
+    std::string dir;
+    temp_socket() {
+        char tmpl[] = "/tmp/rig-mlx5-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        dir = tmpl;
+    }
+    ~temp_socket() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+    temp_socket(const temp_socket&) = delete;
+    temp_socket& operator=(const temp_socket&) = delete;
+    std::string path() const { return dir + "/mlx5.sock"; }
+};
+
+struct served_model {
+    temp_socket sock;
+    sim::mlx5::function_model fn;
+    std::unique_ptr<sim::vfio_user::server> srv;
+    std::unique_ptr<driver::function> f;
+
+    explicit served_model(sim::mlx5::function_options o = {}, driver::open_options oo = {}) : fn(o) {
+        auto s = sim::vfio_user::server::create(sock.path(), fn);
+        REQUIRE(s.has_value());
+        srv = std::move(*s);
+        fn.attach(*srv);
+        srv->start();
+        auto opened = driver::open("vfio-user:" + sock.path(), oo);
+        REQUIRE(opened.has_value());
+        f = std::move(*opened);
+    }
+};
+
+}  // namespace rig::test
