@@ -156,17 +156,21 @@ void server::serve(int conn) {
     ++_served;
 }
 
+void server::irq_state::disable() noexcept {
+    for (int& fd : fds) {
+        if (fd >= 0) {
+            ::close(fd);
+            fd = -1;
+        }
+    }
+    masked = false;
+    pending = false;
+}
+
 void server::drop_irqs() {
     std::lock_guard g(_irq_lock);
     for (irq_state& s : _irqs) {
-        for (int& fd : s.fds) {
-            if (fd >= 0) {
-                ::close(fd);
-                fd = -1;
-            }
-        }
-        s.masked = false;
-        s.pending = false;
+        s.disable();
     }
 }
 

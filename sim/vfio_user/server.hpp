@@ -91,6 +91,9 @@ private:
         std::vector<int> fds;   // per vector; -1: none installed
         bool masked = false;    // INTx only: automasked after each trigger (irq_info AUTOMASKED)
         bool pending = false;
+
+        // every vector's eventfd closed, the index disabled (kept sized: vectors stay wireable)
+        void disable() noexcept;
     };
     std::mutex _irq_lock;
     std::array<irq_state, irq_kind_count> _irqs;

@@ -337,14 +337,7 @@ void session::set_irqs(message& m) {
     // DATA_NONE | ACTION_TRIGGER with start = count = 0: disable the whole index
     if (data == abi::irq_set_data_none && action == abi::irq_set_action_trigger && req->start == 0 &&
         req->count == 0) {
-        for (int& fd : s.fds) {
-            if (fd >= 0) {
-                ::close(fd);
-                fd = -1;
-            }
-        }
-        s.masked = false;
-        s.pending = false;
+        s.disable();
         reply(m, {});
         return;
     }
