@@ -12,42 +12,12 @@
 #include <unistd.h>
 #include <vector>
 
+#include "test/unit/oracle.hpp"
+
 namespace rig::test::bnxt {
 
 inline std::vector<std::string> run_oracle(const std::string& args, const std::string& input) {
-    const char* oracle = std::getenv("RIG_BNXT_ORACLE");
-    if (oracle == nullptr) {
-        throw std::runtime_error("RIG_BNXT_ORACLE is not set (run this suite through meson test)");
-    }
-    char path[] = "/tmp/rig-bnxt-oracle-XXXXXX";
-    const int fd = mkstemp(path);
-    if (fd < 0) {
-        throw std::runtime_error("mkstemp failed");
-    }
-    close(fd);
-    std::ofstream(path) << input;
-    const std::string cmd = std::string(oracle) + " " + args + " < " + path;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) {
-        unlink(path);
-        throw std::runtime_error("cannot run " + cmd);
-    }
-    std::vector<std::string> lines;
-    std::string line;
-    for (int c; (c = std::fgetc(p)) != EOF;) {
-        if (c == '\n') {
-            lines.push_back(line);
-            line.clear();
-        } else {
-            line.push_back(static_cast<char>(c));
-        }
-    }
-    const int status = pclose(p);
-    unlink(path);
-    if (status != 0) {
-        throw std::runtime_error("the bnxt oracle failed with status " + std::to_string(status));
-    }
-    return lines;
+    return rig::test::run_oracle("RIG_BNXT_ORACLE", args, input);
 }
 
 // The layout dump, read once.
@@ -65,16 +35,7 @@ inline std::vector<std::string> words(const std::string& line) {
     return w;
 }
 
-inline std::string to_hex(const std::byte* p, std::size_t n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto b = static_cast<unsigned>(p[i]);
-        s.push_back(digits[b >> 4]);
-        s.push_back(digits[b & 15]);
-    }
-    return s;
-}
+using rig::test::to_hex;
 
 inline std::vector<std::byte> from_hex(const std::string& h) {
     std::vector<std::byte> b;
