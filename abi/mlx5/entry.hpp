@@ -164,38 +164,34 @@ struct slot {
 
 // The typed writers: what the queue-pair post path calls, one per operation. Same contract as
 // write(entry) below.
-inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
-                  const write_op& o, bool signal) {
-    const detail::slot s(b, at, qp, index);
-    if (!(s.ok & detail::valid(o.src) & detail::valid(o.dst))) [[unlikely]] {
-        detail::refuse_entry(at, b.size(), qp, index, o.src.address, o.src.bytes, o.src.key,
-                             o.dst.address, o.dst.key, 0, true);
+namespace detail {
+// RDMA WRITE and READ share one shape: ctrl, remote address, data segment (the local side: a
+// WRITE's source, a READ's destination).
+inline void rdma(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                 send_opcode opc, const local& l, const remote& r, bool signal) {
+    const slot s(b, at, qp, index);
+    if (!(s.ok & valid(l) & valid(r))) [[unlikely]] {
+        refuse_entry(at, b.size(), qp, index, l.address, l.bytes, l.key, r.address, r.key, 0, true);
     }
-    const detail::block w{s.p};
-    const bool has_data = o.src.bytes != 0;
-    w.ctrl(s.idx, send_opcode::rdma_write, s.qpn, has_data ? 3 : 2, signal);
-    w.raddr(1, o.dst);
+    const block w{s.p};
+    const bool has_data = l.bytes != 0;
+    w.ctrl(s.idx, opc, s.qpn, has_data ? 3 : 2, signal);
+    w.raddr(1, r);
     if (has_data) {
-        w.data(2, o.src);
+        w.data(2, l);
     }
     w.zero(has_data ? 6 : 4);
+}
+}  // namespace detail
+
+inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const write_op& o, bool signal) {
+    detail::rdma(b, at, qp, index, send_opcode::rdma_write, o.src, o.dst, signal);
 }
 
 inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const read_op& o, bool signal) {
-    const detail::slot s(b, at, qp, index);
-    if (!(s.ok & detail::valid(o.src) & detail::valid(o.dst))) [[unlikely]] {
-        detail::refuse_entry(at, b.size(), qp, index, o.dst.address, o.dst.bytes, o.dst.key,
-                             o.src.address, o.src.key, 0, true);
-    }
-    const detail::block w{s.p};
-    const bool has_data = o.dst.bytes != 0;
-    w.ctrl(s.idx, send_opcode::rdma_read, s.qpn, has_data ? 3 : 2, signal);
-    w.raddr(1, o.src);
-    if (has_data) {
-        w.data(2, o.dst);
-    }
-    w.zero(has_data ? 6 : 4);
+    detail::rdma(b, at, qp, index, send_opcode::rdma_read, o.dst, o.src, signal);
 }
 
 inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
