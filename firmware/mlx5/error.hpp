@@ -22,6 +22,7 @@ enum class error_kind {
     transport,   // the PCI layer failed (BAR access, DMA memory), or no slot is left
     bad_output,  // the completion does not match what was submitted (token, length)
     bad_input,   // the caller's command is malformed (shorter than its header)
+    fatal,       // the NIC failed (health buffer fatal, function gone): nothing more is sent
 };
 
 constexpr std::string_view to_string(error_kind k) noexcept {
@@ -32,6 +33,7 @@ constexpr std::string_view to_string(error_kind k) noexcept {
     case error_kind::transport: return "transport";
     case error_kind::bad_output: return "bad output";
     case error_kind::bad_input: return "bad input";
+    case error_kind::fatal: return "fatal";
     }
     return "unknown error kind";
 }

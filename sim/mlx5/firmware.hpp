@@ -81,6 +81,9 @@ private:
     void manage_pages(call& c);
     void init_hca(call& c);
     void teardown_hca(call& c);
+    // ---- capabilities, vport, RoCE address (caps.cpp) ----
+    // ---- event queues (events.cpp) ----
+    // ---- resource objects: UAR, PD, MKEY, CQ, QP (objects.cpp, qp.cpp) ----
 
     firmware_options _options;
     hca_state _state = hca_state::disabled;
