@@ -1,0 +1,96 @@
+#pragma once
+// One RoCEv2 frame, whole: encode() lays out Ethernet, IP, UDP, BTH, the opcode's extension
+// headers, payload, pad and ICRC; decode() checks and splits a frame. Both are pure (no
+// allocation); the device model's wire uses them, and tests hand the bytes to tshark.
+//
+// Addresses are GIDs: an IPv4-mapped GID (::ffff:a.b.c.d, RoCEv2's IPv4 form, annex A17.4.5.1)
+// gives an IPv4 packet, any other GID an IPv6 one.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <span>
+#include <string_view>
+
+#include "abi/roce/headers.hpp"
+
+namespace rig::roce {
+
+using mac_address = std::array<std::byte, 6>;
+using gid = std::array<std::byte, 16>;
+
+bool is_ipv4_mapped(const gid& g) noexcept;
+
+// The transport part of a packet (BTH and extension headers), decoded.
+struct transport {
+    opcode op = opcode::send_only;
+    bool solicited = false;
+    bool ack_req = false;
+    std::uint16_t pkey = default_pkey;
+    std::uint32_t dest_qp = 0;  // 24 bits
+    std::uint32_t psn = 0;      // 24 bits
+    bool fecn = false;
+    bool becn = false;
+    // extension headers: used when extensions_of(op) says they are present
+    std::uint64_t va = 0;         // RETH
+    std::uint32_t rkey = 0;       // RETH
+    std::uint32_t dma_length = 0; // RETH
+    std::uint8_t syndrome = 0;    // AETH
+    std::uint32_t msn = 0;        // AETH, 24 bits
+    std::uint32_t immediate = 0;  // ImmDt (big-endian on the wire, host value here)
+    std::uint32_t invalidate_rkey = 0;  // IETH
+};
+
+// The network part: who sends to whom.
+struct route {
+    mac_address src_mac{};
+    mac_address dst_mac{};
+    gid src_gid{};
+    gid dst_gid{};
+    std::uint16_t udp_src_port = 0xc000;  // entropy for ECMP; the QP's ads.udp_sport
+    std::uint8_t traffic_class = 0;       // DSCP << 2 | ECN
+    std::uint8_t hop_limit = 64;
+    std::uint32_t flow_label = 0;         // IPv6 only, 20 bits
+};
+
+// Bytes a frame with this route, opcode and payload takes, ICRC included.
+std::size_t frame_bytes(const route& r, opcode op, std::size_t payload_bytes) noexcept;
+
+// Writes the frame into `out` and returns its length. Misuse (out too small, a field wider than
+// its header field, payload on an opcode that carries none, a 16-bit length overflowing)
+// throws std::invalid_argument and leaves `out` untouched.
+std::size_t encode(const route& r, const transport& t, std::span<const std::byte> payload, std::span<std::byte> out);
+
+// Why a frame is not a RoCEv2 packet this decoder takes. A receiver drops such frames silently
+// (spec 9.6: packets failing header or ICRC checks are discarded, no NAK).
+enum class decode_error {
+    truncated,
+    not_ip,             // ethertype neither IPv4 nor IPv6
+    bad_ip_header,      // version/IHL/length/checksum/fragment
+    not_udp,
+    not_roce_port,      // UDP destination port is not 4791
+    bad_udp_length,
+    bad_transport_version,
+    unknown_opcode,
+    bad_pad,            // pad count on a packet that carries no payload, or longer than it
+    bad_icrc,
+};
+std::string_view to_string(decode_error e) noexcept;
+
+struct decoded {
+    route net;
+    transport bth;
+    std::span<const std::byte> payload;  // pad removed
+};
+
+std::expected<decoded, decode_error> decode(std::span<const std::byte> frame) noexcept;
+
+// The invariant CRC of a frame whose last four bytes are the ICRC (or will be): CRC-32 (IEEE
+// 802.3) over 64 one-bits standing for the absent LRH, the IP header with its variant fields
+// (IPv4 TOS, TTL, checksum; IPv6 traffic class, flow label, hop limit) set to ones, the UDP
+// header with its checksum set to ones, the BTH with its reserved/FECN/BECN byte set to ones,
+// and everything after it up to the ICRC (annex A17.3.3; Linux rxe_icrc.c computes the same).
+// Stored little-endian, as the CRC's first byte goes first on the wire.
+std::uint32_t icrc(std::span<const std::byte> frame) noexcept;
+
+}  // namespace rig::roce
