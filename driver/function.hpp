@@ -6,8 +6,9 @@
 // Region and IRQ indexes, flags and semantics are those of <linux/vfio.h>, which vfio-user
 // shares (reference/vfio-and-vfio-user.md §1.5, §1.7, §3.1).
 //
-// Threads: control calls on one function are serialised by the caller (the firmware layer
-// owns a function). Mapped BAR pages and DMA memory are plain memory; use them from any thread.
+// Threads: every call is thread-safe; a back end runs one control call at a time (the firmware
+// layer's event thread reads registers while other threads map memory). Mapped BAR pages and
+// DMA memory are plain memory; use them from any thread.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

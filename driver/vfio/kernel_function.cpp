@@ -12,6 +12,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "driver/backends.hpp"
@@ -77,13 +78,16 @@ public:
 
     // ---- configuration space: pread/pwrite at the config region's offset ----
     result<void> config_read(std::uint32_t offset, std::span<std::byte> out) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         return region_read(region::config, offset, out);
     }
     result<void> config_write(std::uint32_t offset, std::span<const std::byte> in) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         return region_write(region::config, offset, in);
     }
 
     result<region_info> get_region_info(region index) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         auto r = entry(index);
         if (!r) {
             return std::unexpected(r.error());
@@ -92,6 +96,7 @@ public:
     }
 
     result<void> region_read(region index, std::uint64_t offset, std::span<std::byte> out) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         auto r = checked_access(index, offset, out.size(), "pread");
         if (!r) {
             return std::unexpected(r.error());
@@ -101,6 +106,7 @@ public:
     }
 
     result<void> region_write(region index, std::uint64_t offset, std::span<const std::byte> in) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         auto r = checked_access(index, offset, in.size(), "pwrite");
         if (!r) {
             return std::unexpected(r.error());
@@ -112,6 +118,7 @@ public:
     // Reserve the whole BAR inaccessible, then map each mappable area over it at its offset,
     // so a stray access between areas faults instead of landing elsewhere.
     result<bar_mapping> map_bar(region index, caching mode) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         const auto i = static_cast<unsigned>(index);
         if (i >= bar_count) {
             return std::unexpected(fail("map_bar", _bdf, "region " + std::to_string(i) + " is not a BAR", EINVAL));
@@ -168,6 +175,7 @@ public:
     // ---- DMA ----
     result<std::uint64_t> dma_map(const dma_memory& memory, std::size_t offset, std::size_t bytes,
                                   dma_access access) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (auto r = live("dma_map"); !r) {
             return std::unexpected(r.error());
         }
@@ -214,6 +222,7 @@ public:
     }
 
     result<void> dma_unmap(std::uint64_t iova, std::size_t bytes) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (auto r = live("dma_unmap"); !r) {
             return std::unexpected(r.error());
         }
@@ -237,6 +246,7 @@ public:
 
     // ---- interrupts ----
     result<irq_info> get_irq_info(irq_kind kind) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (auto r = live("VFIO_DEVICE_GET_IRQ_INFO"); !r) {
             return std::unexpected(r.error());
         }
@@ -261,6 +271,7 @@ public:
     // vfio-pci runs one kind at a time (INTx, MSI or MSI-X) and cannot resize MSI-X in place
     // (VFIO_IRQ_INFO_NORESIZE), so whatever is enabled is turned off first.
     result<std::vector<int>> enable_irqs(irq_kind kind, std::uint32_t count) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         auto info = get_irq_info(kind);
         if (!info) {
             return std::unexpected(info.error());
@@ -315,6 +326,7 @@ public:
     }
 
     result<void> disable_irqs(irq_kind kind) override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (auto r = live("VFIO_DEVICE_SET_IRQS"); !r) {
             return std::unexpected(r.error());
         }
@@ -332,6 +344,7 @@ public:
     // vfio-pci masks INTx when it fires (VFIO_IRQ_INFO_AUTOMASKED); after the device is
     // acknowledged, unmask or the next interrupt never comes (reference/vm-test.md pitfall 4).
     result<void> unmask_intx() override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (auto r = live("VFIO_DEVICE_SET_IRQS"); !r) {
             return std::unexpected(r.error());
         }
@@ -340,6 +353,7 @@ public:
 
     // ---- whole function ----
     result<void> reset() override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (auto r = live("VFIO_DEVICE_RESET"); !r) {
             return std::unexpected(r.error());
         }
@@ -354,6 +368,7 @@ public:
     }
 
     void release() noexcept override {
+        std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (!_device) {
             return;
         }
@@ -508,6 +523,10 @@ private:
         return {};
     }
 
+    // Control calls may come from several threads (the firmware layer's event thread reads
+    // health registers while a caller maps memory). Recursive: calls nest (config_read ->
+    // region_read, release -> disable_irqs).
+    std::recursive_mutex _lock;
     std::string _bdf;
     unique_fd _device;
     std::unique_ptr<dma_space> _space;

@@ -227,6 +227,7 @@ result<void> client::start() {
 // server mmaps it. Without the fd (vfio_user_dma_by_message) the server asks us by message.
 result<std::uint64_t> client::dma_map(const dma_memory& memory, std::size_t offset, std::size_t bytes,
                                       dma_access access) {
+                                          std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     constexpr std::string_view what = "VFIO_USER_DMA_MAP";
     // whole pages of the memory: a server can mmap a hugetlb memfd only in whole huge pages
     const std::size_t grain = _options.vfio_user_dma_by_message ? page : memory.page_size();
@@ -258,6 +259,7 @@ result<std::uint64_t> client::dma_map(const dma_memory& memory, std::size_t offs
 
 // spec "VFIO_USER_DMA_UNMAP": exactly a mapped window; the server drops it before replying.
 result<void> client::dma_unmap(std::uint64_t iova, std::size_t bytes) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     constexpr std::string_view what = "VFIO_USER_DMA_UNMAP";
     const auto it = _windows.find(iova);
     if (it == _windows.end() || it->second.bytes != bytes) {
@@ -280,6 +282,7 @@ result<void> client::dma_unmap(std::uint64_t iova, std::size_t bytes) {
 // ---- whole function -----------------------------------------------------------------------------
 
 result<void> client::reset() {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     if ((_device_flags & abi::device_flag_reset) == 0) {
         return std::unexpected(fail("VFIO_USER_DEVICE_RESET", _name, "the function cannot be reset", ENOTSUP));
     }
@@ -291,6 +294,7 @@ result<void> client::reset() {
 }
 
 void client::release() noexcept {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     if (_released) {
         return;
     }

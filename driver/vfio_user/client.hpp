@@ -10,6 +10,7 @@
 // connection, and every later call fails at once with the reason.
 #include <array>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -97,6 +98,10 @@ private:
     result<region_entry> query_region(region index);
     const window* find_window(std::uint64_t address, std::uint64_t count) const;
 
+    // One control call at a time, from any thread (function.hpp): the socket carries one
+    // request and its reply at a time, and the windows/IRQ tables change under calls.
+    // Recursive: calls nest (config_read -> region_read, release -> dma_unmap).
+    std::recursive_mutex _lock;
     std::string _name;
     open_options _options;
     int _sock = -1;

@@ -103,6 +103,7 @@ result<client::region_entry> client::query_region(region index) {
 }
 
 result<region_info> client::get_region_info(region index) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     auto e = query_region(index);
     if (!e) {
         return std::unexpected(e.error());
@@ -114,6 +115,7 @@ result<region_info> client::get_region_info(region index) {
 }
 
 result<bar_mapping> client::map_bar(region index, caching mode) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     const auto idx = static_cast<unsigned>(index);
     if (idx >= bar_count) {
         return std::unexpected(fail("map_bar", _name, "region " + std::to_string(idx) + " is not a BAR", EINVAL));
@@ -158,6 +160,7 @@ result<bar_mapping> client::map_bar(region index, caching mode) {
 }
 
 result<void> client::region_read(region index, std::uint64_t offset, std::span<std::byte> out) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     constexpr std::string_view what = "VFIO_USER_REGION_READ";
     const auto idx = static_cast<std::uint32_t>(index);
     if (idx >= _num_regions || offset + out.size() < offset) {
@@ -182,6 +185,7 @@ result<void> client::region_read(region index, std::uint64_t offset, std::span<s
 }
 
 result<void> client::region_write(region index, std::uint64_t offset, std::span<const std::byte> in) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     constexpr std::string_view what = "VFIO_USER_REGION_WRITE";
     const auto idx = static_cast<std::uint32_t>(index);
     if (idx >= _num_regions || offset + in.size() < offset) {
@@ -208,16 +212,19 @@ result<void> client::region_write(region index, std::uint64_t offset, std::span<
 }
 
 result<void> client::config_read(std::uint32_t offset, std::span<std::byte> out) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     return region_read(region::config, offset, out);
 }
 
 result<void> client::config_write(std::uint32_t offset, std::span<const std::byte> in) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     return region_write(region::config, offset, in);
 }
 
 // ---- interrupts ---------------------------------------------------------------------------------
 
 result<irq_info> client::get_irq_info(irq_kind kind) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     constexpr std::string_view what = "VFIO_USER_DEVICE_GET_IRQ_INFO";
     const auto idx = static_cast<std::uint32_t>(kind);
     if (idx >= _num_irqs) {
@@ -239,6 +246,7 @@ result<irq_info> client::get_irq_info(irq_kind kind) {
 // spec "VFIO_USER_DEVICE_SET_IRQS" with DATA_EVENTFD | ACTION_TRIGGER, in as many messages as the
 // server's max_msg_fds requires, each naming its `start` (reference §1.7).
 result<std::vector<int>> client::enable_irqs(irq_kind kind, std::uint32_t count) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     constexpr std::string_view what = "VFIO_USER_DEVICE_SET_IRQS";
     const auto idx = static_cast<std::uint32_t>(kind);
     auto info = get_irq_info(kind);
@@ -293,6 +301,7 @@ result<std::vector<int>> client::enable_irqs(irq_kind kind, std::uint32_t count)
 
 // DATA_NONE | ACTION_TRIGGER with start = count = 0 disables the whole index (spec SET_IRQS).
 result<void> client::disable_irqs(irq_kind kind) {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     const auto idx = static_cast<std::uint32_t>(kind);
     const abi::irq_set req{sizeof(abi::irq_set), abi::irq_set_data_none | abi::irq_set_action_trigger, idx, 0, 0};
     auto m = call(command::device_set_irqs, bytes_of(req));
@@ -307,6 +316,7 @@ result<void> client::disable_irqs(irq_kind kind) {
 }
 
 result<void> client::unmask_intx() {
+    std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     const abi::irq_set req{sizeof(abi::irq_set), abi::irq_set_data_none | abi::irq_set_action_unmask,
                            static_cast<std::uint32_t>(irq_kind::intx), 0, 1};
     auto m = call(command::device_set_irqs, bytes_of(req));
