@@ -133,6 +133,8 @@ result<void> command_queue::setup() {
                                                ", log_cmdq_stride " + std::to_string(_log_stride)));
     }
     _slot_stranded.assign(entries(), false);
+    _slot_busy.assign(entries(), false);
+    _slot_done.assign(entries(), false);
 
     auto mem = driver::dma_memory::allocate(driver::dma_memory::small_page, driver::page_choice::small_only);
     if (!mem) {
@@ -229,6 +231,11 @@ std::uint8_t command_queue::next_token() noexcept {
     return _token;
 }
 
+void command_queue::trace(command_sink sink) {
+    std::lock_guard g(_lock);
+    _trace = std::move(sink);
+}
+
 std::vector<stranded_command> command_queue::stranded() const {
     std::lock_guard g(_lock);
     return _stranded;
@@ -236,6 +243,56 @@ std::vector<stranded_command> command_queue::stranded() const {
 
 result<std::vector<std::byte>> command_queue::exec(std::span<const std::byte> in, std::size_t out_bytes,
                                                    clock::time_point deadline) {
+    return run(in, out_bytes, deadline, false);
+}
+
+result<std::vector<std::byte>> command_queue::exec_page_command(std::span<const std::byte> in,
+                                                                std::size_t out_bytes, clock::time_point deadline) {
+    return run(in, out_bytes, deadline, true);
+}
+
+void command_queue::use_events(bool on, std::thread::id event_thread) {
+    {
+        std::lock_guard g(_lock);
+        _event_thread = on ? event_thread : std::thread::id{};
+        _events.store(on, std::memory_order_release);
+    }
+    _done.notify_all();
+}
+
+void command_queue::complete(std::uint32_t vector) {
+    {
+        std::lock_guard g(_lock);
+        for (unsigned i = 0; i < _slot_done.size(); ++i) {
+            if ((vector >> i) & 1u) {
+                _slot_done[i] = true;
+            }
+        }
+    }
+    _done.notify_all();
+}
+
+void command_queue::fail(error why) {
+    {
+        std::lock_guard g(_lock);
+        if (_failure) {
+            return;
+        }
+        why.kind = error_kind::fatal;
+        log().error("mlx5 command queue on {} failed: {}", _fn.name(), why.message);
+        _failure = std::move(why);
+        _failed.store(true, std::memory_order_release);
+    }
+    _done.notify_all();
+}
+
+std::optional<error> command_queue::failure() const {
+    std::lock_guard g(_lock);
+    return _failure;
+}
+
+result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in, std::size_t out_bytes,
+                                                  clock::time_point deadline, bool page_command) {
     if (in.size() < ifc::mbox_in::size_bytes) {
         error e;
         e.kind = error_kind::bad_input;
@@ -259,14 +316,51 @@ result<std::vector<std::byte>> command_queue::exec(std::span<const std::byte> in
         return fail(error_kind::bad_input, "an output of " + std::to_string(out_bytes) +
                                                " bytes cannot hold the status and syndrome");
     }
+    const auto failed = [&] {
+        // A failed NIC: nothing more is sent; the error names the command and the failure.
+        return fail(error_kind::fatal, "refused, the NIC failed: " + _failure->message);
+    };
 
-    std::lock_guard g(_lock);
-    const auto free_slot = std::find(_slot_stranded.begin(), _slot_stranded.end(), false);
-    if (free_slot == _slot_stranded.end()) {
-        return fail(error_kind::transport, "no command slot left: all " + std::to_string(entries()) +
-                                               " are stranded with the device");
+    std::unique_lock g(_lock);
+    if (_failure) {
+        return failed();
     }
-    const auto slot = static_cast<unsigned>(free_slot - _slot_stranded.begin());
+    // The slot: the reserved one for page commands, else the lowest free one below it (a queue
+    // of a single entry shares it). All user slots busy: wait for one, up to the deadline.
+    const unsigned reserved = page_slot();
+    unsigned slot = entries();
+    if (page_command) {
+        if (_slot_stranded[reserved] || _slot_busy[reserved]) {
+            return fail(error_kind::transport, "the page-request slot " + std::to_string(reserved) + " is " +
+                                                   (_slot_stranded[reserved] ? "stranded with the device" : "busy"));
+        }
+        slot = reserved;
+    } else {
+        const unsigned usable = entries() == 1 ? 1 : entries() - 1;
+        for (;;) {
+            unsigned stranded_count = 0;
+            for (unsigned i = 0; i < usable; ++i) {
+                stranded_count += _slot_stranded[i] ? 1 : 0;
+                if (!_slot_stranded[i] && !_slot_busy[i]) {
+                    slot = i;
+                    break;
+                }
+            }
+            if (slot < entries()) {
+                break;
+            }
+            if (stranded_count == usable) {
+                return fail(error_kind::transport, "no command slot left: all " + std::to_string(usable) +
+                                                       " are stranded with the device");
+            }
+            if (_done.wait_until(g, deadline) == std::cv_status::timeout && clock::now() >= deadline) {
+                return fail(error_kind::timeout, "no command slot came free before the deadline");
+            }
+            if (_failure) {
+                return failed();
+            }
+        }
+    }
 
     const std::size_t nin = cmdq::blocks_for_length(in.size());
     const std::size_t nout = cmdq::blocks_for_length(out_bytes);
@@ -274,12 +368,17 @@ result<std::vector<std::byte>> command_queue::exec(std::span<const std::byte> in
     if (!blocks) {
         return fail(error_kind::transport, blocks.error().message);
     }
+    // With _lock held from here on.
     const auto give_back = [&] {
         for (auto it = blocks->rbegin(); it != blocks->rend(); ++it) {
             _free_blocks.push_back(*it);
         }
     };
     const std::uint8_t token = next_token();
+    _slot_busy[slot] = true;
+    _slot_done[slot] = false;
+    // Issued from the event thread (a handler): no one else would take its CMD event.
+    const bool must_poll = _event_thread == std::this_thread::get_id();
 
     // Mailbox chains: data, next pointer, block number, token, then the signatures.
     const auto build_chain = [&](std::size_t first, std::size_t n, std::span<const std::byte> data) {
@@ -323,6 +422,7 @@ result<std::vector<std::byte>> command_queue::exec(std::span<const std::byte> in
     std::atomic_ref<std::byte>(entry[own_byte]).store(image[own_byte], std::memory_order_release);
 
     const auto strand = [&] {
+        _slot_busy[slot] = false;
         _slot_stranded[slot] = true;
         stranded_command s;
         s.slot = slot;
@@ -334,39 +434,91 @@ result<std::vector<std::byte>> command_queue::exec(std::span<const std::byte> in
             s.mailbox_iovas.push_back(b.iova);
         }
         _stranded.push_back(std::move(s));
+        _done.notify_all();
     };
 
+    // The slot is ours (busy): the doorbell is rung and the device waited for without _lock, so
+    // that other threads may fill and ring other slots meanwhile.
+    g.unlock();
     if (auto r = write_dword(dword_of(iseg::command_doorbell_vector), 1u << slot); !r) {
         // The device may or may not have seen the doorbell: the slot is not ours any more.
+        g.lock();
         strand();
         return fail(error_kind::transport, r.error().message);
     }
 
-    // Poll the ownership bit: spin a few microseconds, then sleep with a growing pause.
+    // Wait for the device to hand the entry back: by the CMD event in event mode, else by
+    // polling the ownership bit (spin a few microseconds, then sleep with a growing pause).
+    const auto owned_by_sw = [&] {
+        const auto b = std::atomic_ref<std::byte>(entry[own_byte]).load(std::memory_order_acquire);
+        return (std::to_integer<std::uint8_t>(b) & 1) == cmdq::owner_sw;
+    };
+    const auto timed_out = [&] {
+        strand();
+        const auto waited = std::chrono::round<std::chrono::milliseconds>(deadline - start);
+        log().warn("mlx5 command {} on {} slot {} timed out; slot and {} mailbox block(s) stranded", what,
+                   _fn.name(), slot, blocks->size());
+        return fail(error_kind::timeout,
+                    "did not complete within " + std::to_string(std::max<std::int64_t>(waited.count(), 0)) + " ms");
+    };
     const auto spin_until = clock::now() + std::chrono::microseconds(5);
     auto pause = std::chrono::microseconds(1);
-    std::byte status_own{};
     for (;;) {
-        status_own = std::atomic_ref<std::byte>(entry[own_byte]).load(std::memory_order_acquire);
-        if ((std::to_integer<std::uint8_t>(status_own) & 1) == cmdq::owner_sw) {
+        if (_failed.load(std::memory_order_acquire)) {
+            // The NIC failed while the device held the entry: it may still write it.
+            g.lock();
+            strand();
+            return failed();
+        }
+        if (_events.load(std::memory_order_acquire) && !must_poll) {
+            g.lock();
+            // Handed back already (a command rung before the EQ existed, or one the device ran
+            // before its waiter got here): the event, if any, would add nothing.
+            if (owned_by_sw()) {
+                break;
+            }
+            _done.wait_until(g, deadline, [&] { return _slot_done[slot] || _failure || !_events.load(); });
+            if (_failure) {
+                strand();
+                return failed();
+            }
+            if (_slot_done[slot] && owned_by_sw()) {
+                break;  // with _lock held
+            }
+            if (_slot_done[slot]) {
+                // A CMD event for a slot the device still owns: not this command's completion
+                // (an event left over from an earlier mode switch). Keep waiting.
+                _slot_done[slot] = false;
+            }
+            if (clock::now() >= deadline) {
+                if (!owned_by_sw()) {
+                    return timed_out();
+                }
+                // Handed back, its CMD event lost (the kernel's mlx5_cmd_eq_recover case).
+                log().warn("mlx5 command {} on {} slot {}: completed without its CMD event", what, _fn.name(), slot);
+                break;
+            }
+            g.unlock();
+            continue;  // back to polling after use_events(false), or wait again
+        }
+        if (owned_by_sw()) {
+            g.lock();
             break;
         }
         const auto now = clock::now();
         if (now >= deadline) {
-            strand();
-            const auto waited = std::chrono::round<std::chrono::milliseconds>(deadline - start);
-            log().warn("mlx5 command {} on {} slot {} timed out; slot and {} mailbox block(s) stranded", what,
-                       _fn.name(), slot, blocks->size());
-            return fail(error_kind::timeout,
-                        "did not complete within " + std::to_string(std::max<std::int64_t>(waited.count(), 0)) +
-                            " ms");
+            g.lock();
+            return timed_out();
         }
         if (now >= spin_until) {
             std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - now));
             pause = std::min(pause * 2, std::chrono::microseconds(1000));
         }
     }
+    // _lock held again: the slot is free for the next command once its result is copied out.
     std::atomic_thread_fence(std::memory_order_acquire);
+    _slot_busy[slot] = false;
+    _done.notify_all();
 
     std::array<std::byte, cmdq::entry_bytes> done{};
     std::memcpy(done.data(), entry, done.size());
@@ -411,6 +563,10 @@ result<std::vector<std::byte>> command_queue::exec(std::span<const std::byte> in
 
     const auto status = static_cast<ifc::cmd_status>(abi::get<ifc::mbox_out::status>(std::span<const std::byte>(out)));
     const auto syndrome = static_cast<std::uint32_t>(abi::get<ifc::mbox_out::syndrome>(std::span<const std::byte>(out)));
+    if (_trace) {
+        _trace(command_record{op, ifc::to_string(op), op_mod, static_cast<std::uint8_t>(status), syndrome,
+                              std::vector<std::byte>(in.begin(), in.end()), out});
+    }
     if (status != ifc::cmd_status::ok) {
         auto e = fail(error_kind::status, std::string(ifc::to_string(status)) + " (" +
                                               abi::hex(static_cast<std::uint8_t>(status)) + "), syndrome " +

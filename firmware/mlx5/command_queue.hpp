@@ -11,14 +11,24 @@
 // it back or the deadline passes. A command that misses its deadline leaves its slot and
 // mailboxes with the device: they are never reused and stranded() lists them.
 //
-// Threads: exec may be called from any thread; commands are issued one at a time.
+// Threads: exec may be called from any thread. In polling mode each caller polls its own slot;
+// in event mode (use_events, driven by firmware/mlx5/events.hpp) each caller sleeps until the
+// event thread reports its slot done in a CMD event (reference §1.2). Either way several
+// commands may be outstanding in different slots at once: the queue's lock is held while a
+// slot is filled and while its result is read, never while the device runs it. The last slot
+// is kept for page-request commands (exec_page_command; rdma-core's slot 31), so that a
+// MANAGE_PAGES the firmware is waiting for never queues behind the command that made it ask.
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -26,6 +36,7 @@
 #include "abi/mlx5/ifc/cmdq.hpp"
 #include "driver/dma_memory.hpp"
 #include "driver/function.hpp"
+#include "firmware/mlx5/command_trace.hpp"
 #include "firmware/mlx5/error.hpp"
 
 namespace rig::firmware::mlx5 {
@@ -78,7 +89,32 @@ public:
         return exec(in, Out::size_bytes, deadline);
     }
 
+    // The same on the slot kept for page-request commands (MANAGE_PAGES answering a
+    // PAGE_REQUEST event). One at a time: a caller finding the slot busy gets a transport error.
+    result<std::vector<std::byte>> exec_page_command(std::span<const std::byte> in, std::size_t out_bytes,
+                                                     clock::time_point deadline);
+
     std::vector<stranded_command> stranded() const;
+
+    // The command trace (command_trace.hpp): every command executed from now on is handed to
+    // `sink`; an empty sink turns the trace off (the default).
+    void trace(command_sink sink);
+
+    // ---- event mode and failure (firmware/mlx5/events.hpp drives these) ----
+    // Commands submitted after use_events(true) wait for complete() instead of polling; a
+    // command waiting on events when use_events(false) is called goes back to polling its slot.
+    // A command issued on `event_thread` itself (from an event handler) polls: the thread that
+    // would report its completion is the one waiting.
+    void use_events(bool on, std::thread::id event_thread = {});
+    bool uses_events() const noexcept { return _events.load(std::memory_order_acquire); }
+    // A CMD EQE's command_completion_vector: bit i set = slot i was handed back.
+    void complete(std::uint32_t vector);
+    // The NIC failed (health, EQ error, function gone): every waiting command returns `why`
+    // (kind forced to fatal) at once, leaving its slot stranded (the device may still write it);
+    // every later exec is refused with it and sends nothing. The first failure is kept.
+    void fail(error why);
+    std::optional<error> failure() const;
+    unsigned page_slot() const noexcept { return entries() - 1; }
 
     unsigned entries() const noexcept { return 1u << _log_size; }
     unsigned log_stride() const noexcept { return _log_stride; }
@@ -102,10 +138,19 @@ private:
     result<void> grow_pool();
     result<std::vector<block>> take_blocks(std::size_t n);
     std::uint8_t next_token() noexcept;
+    result<std::vector<std::byte>> run(std::span<const std::byte> in, std::size_t out_bytes,
+                                       clock::time_point deadline, bool page_command);
 
     driver::function& _fn;
     command_queue_options _options;
     mutable std::mutex _lock;
+    std::condition_variable _done;   // a slot completed, the mode changed, or the queue failed
+    std::atomic<bool> _events{false};
+    std::thread::id _event_thread;   // its commands poll (use_events)
+    std::atomic<bool> _failed{false};
+    std::optional<error> _failure;
+    std::vector<bool> _slot_busy;
+    std::vector<bool> _slot_done;    // event mode: the CMD event named the slot
     driver::dma_memory _queue;
     std::uint64_t _queue_iova = 0;
     bool _queue_mapped = false;
@@ -117,6 +162,7 @@ private:
     std::vector<bool> _slot_stranded;
     std::vector<stranded_command> _stranded;
     std::uint8_t _token = 0;
+    command_sink _trace;  // empty: off
 };
 
 }  // namespace rig::firmware::mlx5

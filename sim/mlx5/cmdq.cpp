@@ -1,12 +1,16 @@
 // The command-queue engine: what the firmware does when the doorbell rings (reference mlx5.md
-// §2.3-2.7). For entry `slot`: read it from client memory, check it, gather the input (16 inline
+// §1.2, §2.3-2.7). The doorbell write only takes the slots; the firmware thread (firmware_loop)
+// runs them. For entry `slot`: read it from client memory, check it, gather the input (16 inline
 // bytes, then the input mailbox chain), check the output chain, run the command, scatter the
 // output, and hand the entry back: delivery status in status_own bits 7:1, ownership 0, that
-// byte written last. The entry signature is computed and written (XOR of the 64 bytes = 0xff);
-// the signatures of the entry and of the blocks the driver wrote are not checked
-// (cmd_hca_cap.cmdif_checksum off, §2.5), and output blocks are not signed.
+// byte written last. Then one CMD EQE names every slot handed back in the pass (§4.7). The entry
+// signature is computed and written (XOR of the 64 bytes = 0xff); the signatures of the entry
+// and of the blocks the driver wrote are not checked (cmd_hca_cap.cmdif_checksum off, §2.5), and
+// output blocks are not signed.
 #include <algorithm>
+#include <bit>
 
+#include "abi/mlx5/ifc/eqe.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/log.hpp"
 
@@ -60,8 +64,15 @@ delivery_status walk_chain(vfio_user::dma_space& dma, std::uint64_t ptr, std::si
     return delivery_status::ok;
 }
 
+// The firmware thread's idle back-off while it polls EQ doorbells: it starts short (a doorbell
+// is usually followed by another) and grows to about a millisecond, so an idle function costs
+// next to nothing on a shared two-core machine (DESIGN.md §5).
+constexpr std::chrono::microseconds min_backoff{20};
+constexpr std::chrono::microseconds max_backoff{1000};
+
 }  // namespace
 
+// On the server's thread, inside the client's doorbell write: take the slots, wake the thread.
 void function_model::ring(std::uint32_t vector) {
     if (initializing()) {
         ++_doorbells_ignored;
@@ -69,17 +80,127 @@ void function_model::ring(std::uint32_t vector) {
         return;
     }
     const std::uint32_t slots = 1u << _options.log_cmdq_size;
-    for (unsigned slot = 0; slot < 32; ++slot) {
-        if ((vector >> slot & 1) == 0) {
-            continue;
+    const std::uint32_t outside = slots == 32 ? 0 : vector & ~((1u << slots) - 1);
+    if (outside != 0) {
+        _doorbells_ignored += static_cast<std::uint64_t>(std::popcount(outside));
+        log().warn("mlx5: doorbell for slots {:#x} of a {}-entry queue ignored", outside, slots);
+        vector &= ~outside;
+    }
+    using iseg = ifc::initial_seg;
+    const std::uint64_t queue =
+        abi::get<iseg::cmdq_phy_addr_63_32>(_iseg) << 32 | abi::get<iseg::cmdq_phy_addr_31_12>(_iseg) << 12;
+    if (_server != nullptr && _server->dma().by_message(queue)) {
+        // Memory reached only by VFIO_USER_DMA_READ/WRITE: the protocol lets the server send
+        // those only while the client waits for a reply, i.e. now, inside the write.
+        std::uint32_t done = 0;
+        for (unsigned slot = 0; slot < 32; ++slot) {
+            if ((vector >> slot & 1) != 0 && !_dead && !_fatal && !_silent) {
+                _last[slot] = run_slot(slot);
+                if (_last[slot].ran) {
+                    done |= 1u << slot;
+                    ++_completed;
+                }
+            }
         }
-        if (slot >= slots) {
-            ++_doorbells_ignored;
-            log().warn("mlx5: doorbell for slot {} of a {}-entry queue ignored", slot, slots);
+        handed_back(done);
+        return;
+    }
+    const auto due = clock::now() + _options.command_latency;
+    for (unsigned slot = 0; slot < 32; ++slot) {
+        if ((vector >> slot & 1) != 0 && (_pending >> slot & 1) == 0) {
+            _pending |= 1u << slot;
+            _due[slot] = due;
+        }
+    }
+    _kicked = true;
+    _wake.notify_one();
+}
+
+std::optional<function_model::clock::time_point> function_model::next_due() const {
+    if (_pending == 0 || _silent || _fatal || _dead) {
+        return std::nullopt;
+    }
+    std::optional<clock::time_point> first;
+    for (unsigned slot = 0; slot < 32; ++slot) {
+        if ((_pending >> slot & 1) != 0 && (!first || _due[slot] < *first)) {
+            first = _due[slot];
+        }
+    }
+    return first;
+}
+
+// After a pass that handed entries back: one CMD EQE naming them all (§1.2, §4.7), and the
+// firmware's own page request once it has run enough commands.
+void function_model::handed_back(std::uint32_t vector) {
+    if (vector == 0) {
+        return;
+    }
+    std::array<std::byte, ifc::cmd_inter_comp_event::size_bytes> data{};
+    abi::set<ifc::cmd_inter_comp_event::command_completion_vector>(data, vector);
+    post_event_locked(static_cast<std::uint8_t>(ifc::event_type::cmd), 0, data);
+    if (_options.page_request_after != 0 && !_page_request_sent && _completed >= _options.page_request_after) {
+        std::array<std::byte, ifc::pages_req_event::size_bytes> req{};
+        abi::set<ifc::pages_req_event::num_pages>(req, static_cast<std::uint32_t>(_options.page_request_pages));
+        _page_request_sent = post_event_locked(static_cast<std::uint8_t>(ifc::event_type::page_request), 0, req);
+    }
+}
+
+std::uint32_t function_model::run_due_commands() {
+    const auto now = clock::now();
+    std::uint32_t done = 0;
+    for (unsigned slot = 0; slot < 32 && !_fatal && !_dead && !_silent; ++slot) {
+        if ((_pending >> slot & 1) == 0 || _due[slot] > now) {
             continue;
         }
         _last[slot] = run_slot(slot);
+        _pending &= ~(1u << slot);
+        if (_last[slot].ran) {
+            done |= 1u << slot;
+            ++_completed;
+        }
     }
+    return done;
+}
+
+// The firmware thread: runs due commands, posts their CMD EQE, polls the EQ doorbells in the
+// UAR pages, and sleeps: until the next command is due, for the back-off while EQs exist (their
+// doorbells must be watched), or until kicked (doorbell, hook, stop) when there is nothing to do.
+void function_model::firmware_loop() {
+    std::unique_lock g(_lock);
+    auto backoff = min_backoff;
+    while (!_stop) {
+        bool worked = _kicked;
+        _kicked = false;
+        const std::uint32_t done = run_due_commands();
+        if (done != 0) {
+            worked = true;
+            handed_back(done);
+        }
+        strike_planned_fault();
+        const bool polling = !_dead && !_fatal && !_fw.eqs().empty();
+        if (polling && poll_eq_doorbells()) {
+            worked = true;
+        }
+        const auto due = next_due();
+        if (!due) {
+            _idle.notify_all();
+        }
+        backoff = worked ? min_backoff : std::min(backoff * 2, max_backoff);
+        const auto woken = [this] { return _stop || _kicked; };
+        if (polling) {
+            const auto until = clock::now() + backoff;
+            _wake.wait_until(g, due ? std::min(*due, until) : until, woken);
+        } else if (due) {
+            _wake.wait_until(g, *due, woken);
+        } else {
+            _wake.wait(g, woken);
+        }
+    }
+}
+
+bool function_model::wait_idle(std::chrono::milliseconds timeout) const {
+    std::unique_lock g(_lock);
+    return _idle.wait_for(g, timeout, [this] { return !next_due().has_value(); });
 }
 
 completion function_model::run_slot(unsigned slot) {
@@ -122,6 +243,8 @@ completion function_model::run_slot(unsigned slot) {
         }
         if (ds != delivery_status::ok) {
             log().info("mlx5: command in slot {} not delivered: {}", slot, ifc::to_string(ds));
+        } else {
+            log().debug("mlx5: command entry {} handed back", slot);
         }
         return {true, ds};
     };
@@ -152,7 +275,21 @@ completion function_model::run_slot(unsigned slot) {
         return finish(ds, {});
     }
 
-    const std::vector<std::byte> out = _fw.execute(in, inlen, outlen, &dma);
+    std::vector<std::byte> out;
+    const auto opcode = static_cast<std::uint16_t>(abi::get<ifc::mbox_in::opcode>(in));
+    const auto injected = std::find_if(_fail_next.begin(), _fail_next.end(),
+                                       [&](const injected_failure& f) { return f.opcode == opcode; });
+    if (injected != _fail_next.end()) {
+        // fault injection: the command fails as asked, without running
+        out.assign(std::max(outlen, cmdq::inline_bytes), std::byte{0});
+        abi::set<ifc::mbox_out::status>(out, static_cast<std::uint8_t>(injected->status));
+        abi::set<ifc::mbox_out::syndrome>(out, injected->syndrome);
+        log().info("mlx5: command {:#x} fails by injection: status {:#x}, syndrome {:#x}", opcode,
+                   static_cast<unsigned>(injected->status), injected->syndrome);
+        _fail_next.erase(injected);
+    } else {
+        out = _fw.execute(in, inlen, outlen, &dma);
+    }
 
     for (std::size_t i = 0; i < out_blocks.size(); ++i) {
         const std::size_t from = cmdq::inline_bytes + i * cmdq::block_data_bytes;

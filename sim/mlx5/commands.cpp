@@ -14,12 +14,59 @@ namespace rig::sim::mlx5 {
 namespace ifc = rig::mlx5::ifc;
 using ifc::cmd_status;
 
-firmware::firmware(firmware_options options) : _options(options) {}
+firmware::firmware(firmware_options options) : _options(options) {
+    assign_mac();
+    reset_caps();
+}
 
 void firmware::reset() {
     _state = hca_state::disabled;
     _issi = 0;
-    _pages.clear();
+    {
+        std::lock_guard g(_ledger->lock);
+        _ledger->pages.clear();  // a function reset takes the pages from the firmware, lawfully
+    }
+    reset_caps();
+    drop_objects();  // resource objects (objects.cpp)
+}
+
+// ---- firmware pages -------------------------------------------------------------------------
+
+void page_ledger::violation(std::uint64_t iova, std::string what) {
+    violations.push_back({iova, std::move(what)});
+}
+
+void page_ledger::unmapped(std::uint64_t iova, std::uint64_t size) {
+    std::lock_guard g(lock);
+    std::size_t n = 0;
+    for (auto it = pages.lower_bound(iova); it != pages.end() && *it < iova + size; ++it, ++n) {
+        violation(*it, "unmapped by the driver while owned by the firmware");
+    }
+    if (n > 0) {
+        log().error("mlx5: {} firmware page(s) unmapped by the driver while owned by the firmware, the first at "
+                    "{:#x} (DMA window [{:#x}, +{:#x}))",
+                    n, violations[violations.size() - n].iova, iova, size);
+    }
+}
+
+std::set<std::uint64_t> firmware::pages() const {
+    std::lock_guard g(_ledger->lock);
+    return _ledger->pages;
+}
+
+std::size_t firmware::pages_owned() const {
+    std::lock_guard g(_ledger->lock);
+    return _ledger->pages.size();
+}
+
+bool firmware::owns(std::uint64_t page) const {
+    std::lock_guard g(_ledger->lock);
+    return _ledger->pages.contains(page);
+}
+
+std::vector<page_violation> firmware::page_violations() const {
+    std::lock_guard g(_ledger->lock);
+    return _ledger->violations;
 }
 
 std::vector<std::byte> firmware::execute(std::span<const std::byte> in, std::size_t inlen, std::size_t outlen,
@@ -44,8 +91,38 @@ std::vector<std::byte> firmware::execute(std::span<const std::byte> in, std::siz
     case op::init_hca: init_hca(c); break;
     case op::teardown_hca: teardown_hca(c); break;
     // ---- capabilities, vport, RoCE address (caps.cpp) ----
+    case op::query_hca_cap: query_hca_cap(c); break;
+    case op::set_hca_cap: set_hca_cap(c); break;
+    case op::access_reg: access_reg(c); break;
+    case op::query_vport_state: query_vport_state(c); break;
+    case op::query_nic_vport_context: query_nic_vport_context(c); break;
+    case op::modify_nic_vport_context: modify_nic_vport_context(c); break;
+    case op::set_roce_address: set_roce_address(c); break;
+    case op::query_roce_address: query_roce_address(c); break;
     // ---- event queues (events.cpp) ----
     // ---- resource objects: UAR, PD, MKEY, CQ, QP (objects.cpp, qp.cpp) ----
+    case op::alloc_uar: alloc_uar(c); break;
+    case op::dealloc_uar: dealloc_uar(c); break;
+    case op::alloc_pd: alloc_pd(c); break;
+    case op::dealloc_pd: dealloc_pd(c); break;
+    case op::create_mkey: create_mkey(c); break;
+    case op::destroy_mkey: destroy_mkey(c); break;
+    case op::create_eq: create_eq(c); break;
+    case op::destroy_eq: destroy_eq(c); break;
+    case op::create_cq: create_cq(c); break;
+    case op::destroy_cq: destroy_cq(c); break;
+    case op::create_qp: create_qp(c); break;
+    case op::destroy_qp: destroy_qp(c); break;
+    case op::rst2init_qp:
+    case op::init2init_qp:
+    case op::init2rtr_qp:
+    case op::rtr2rts_qp:
+    case op::rts2rts_qp:
+    case op::sqerr2rts_qp:
+    case op::sqd_rts_qp:
+    case op::qp_2err:
+    case op::qp_2rst: modify_qp(c); break;
+    case op::query_qp: query_qp(c); break;
     default: c.fail(cmd_status::bad_op_err, failure::bad_opcode); break;
     }
     if (!c.failed) {
@@ -73,6 +150,7 @@ void firmware::enable_hca(call& c) {
         return;
     }
     _state = hca_state::enabled;
+    reset_caps();  // a freshly enabled function starts from its default capabilities
 }
 
 void firmware::disable_hca(call& c) {
@@ -90,6 +168,19 @@ void firmware::disable_hca(call& c) {
     }
     _state = hca_state::disabled;
     _issi = 0;
+    drop_objects();  // resource objects (objects.cpp)
+    // The kernel takes every page back before DISABLE_HCA (reference §1.5); pages still held
+    // here are lost to the driver's bookkeeping while a card might still use them: reported,
+    // then dropped with the function's state.
+    std::lock_guard g(_ledger->lock);
+    if (!_ledger->pages.empty()) {
+        log().error("mlx5: {} firmware page(s) still owned by the firmware at DISABLE_HCA, the first at {:#x}",
+                    _ledger->pages.size(), *_ledger->pages.begin());
+    }
+    for (const std::uint64_t pa : _ledger->pages) {
+        _ledger->violation(pa, "still owned by the firmware at DISABLE_HCA");
+    }
+    _ledger->pages.clear();
 }
 
 void firmware::query_issi(call& c) {
@@ -124,7 +215,7 @@ void firmware::query_pages(call& c) {
         c.fail(cmd_status::bad_param_err, failure::bad_parameter);
         return;
     }
-    const std::size_t owned = _pages.size();
+    const std::size_t owned = pages_owned();
     const std::size_t boot = _options.boot_pages;
     const std::size_t init = boot + _options.init_pages;
     std::size_t wanted = 0;
@@ -153,7 +244,7 @@ void firmware::manage_pages(call& c) {
     case ifc::manage_pages_op_mod::allocation_fail:
         return;  // the driver could not give what was asked: nothing changes
     case ifc::manage_pages_op_mod::allocation_success: {
-        if (n > _options.max_pages || _pages.size() + n > _options.max_pages) {
+        if (n > _options.max_pages || pages_owned() + n > _options.max_pages) {
             c.fail(cmd_status::bad_param_err, failure::too_many_pages);
             return;
         }
@@ -171,7 +262,7 @@ void firmware::manage_pages(call& c) {
                 c.fail(cmd_status::bad_param_err, failure::unaligned_page);
                 return;
             }
-            if (_pages.contains(pa) || std::find(given.begin(), given.end(), pa) != given.end()) {
+            if (owns(pa) || std::find(given.begin(), given.end(), pa) != given.end()) {
                 c.fail(cmd_status::bad_param_err, failure::page_already_given);
                 return;
             }
@@ -183,7 +274,12 @@ void firmware::manage_pages(call& c) {
             }
             given.push_back(pa);
         }
-        _pages.insert(given.begin(), given.end());
+        {
+            std::lock_guard g(_ledger->lock);
+            _ledger->pages.insert(given.begin(), given.end());
+        }
+        // from now on an unmap of these pages is reported (dma_space holds the ledger weakly)
+        c.dma->watch_unmaps(_ledger);
         return;
     }
     case ifc::manage_pages_op_mod::hca_return_pages: {
@@ -201,12 +297,14 @@ void firmware::manage_pages(call& c) {
         if (_state == hca_state::initialized) {
             keep = std::size_t{_options.boot_pages} + _options.init_pages;
         }
-        const std::size_t spare = _pages.size() > keep ? _pages.size() - keep : 0;
+        std::lock_guard g(_ledger->lock);
+        std::set<std::uint64_t>& pages = _ledger->pages;
+        const std::size_t spare = pages.size() > keep ? pages.size() - keep : 0;
         const std::size_t returned = std::min<std::size_t>(spare, n);
         for (std::size_t i = 0; i < returned; ++i) {
-            auto last = std::prev(_pages.end());
+            auto last = std::prev(pages.end());
             c.set(ifc::pas_entry<Out>(i), *last);
-            _pages.erase(last);
+            pages.erase(last);
         }
         c.set(Out::output_num_entries, returned);
         return;
@@ -223,11 +321,15 @@ void firmware::init_hca(call& c) {
         c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
         return;
     }
-    if (_pages.size() < std::size_t{_options.boot_pages} + _options.init_pages) {
+    if (pages_owned() < std::size_t{_options.boot_pages} + _options.init_pages) {
         c.fail(cmd_status::bad_sys_state_err, failure::pages_missing);
         return;
     }
     _state = hca_state::initialized;
+    // a new HCA session: RoCE off, GID table empty until the driver sets them (reference §3.8)
+    _roce_en = false;
+    _gids.assign(_options.gid_table_size, roce_addr{});
+    _gid_valid.assign(_options.gid_table_size, false);
 }
 
 void firmware::teardown_hca(call& c) {
@@ -246,6 +348,7 @@ void firmware::teardown_hca(call& c) {
         return;
     }
     _state = hca_state::enabled;
+    drop_objects();  // resource objects (objects.cpp): TEARDOWN_HCA ends them all
     c.set(Out::state, static_cast<std::uint8_t>(ifc::teardown_state::success));
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// A ConnectX function, as a vfio-user device: PCI identity, BAR0 with the initialization
-// segment, and the command-queue engine in front of the firmware (reference mlx5.md §2, §5,
-// §7.2; DESIGN.md §4).
+// A ConnectX function, as a vfio-user device: PCI identity with an MSI-X capability, BAR0 with
+// the initialization segment, UAR pages and the MSI-X table, a firmware thread that runs the
+// command queue, and the event engine that writes EQEs and raises MSI-X vectors (reference
+// mlx5.md §1.2, §2, §4.1, §4.7, §5, §7.2; DESIGN.md §4, §5).
 //
 //   sim::mlx5::function_model fn;
 //   auto srv = sim::vfio_user::server::create(path, fn).value();
@@ -10,27 +11,50 @@
 //
 // Config space: vendor 0x15b3, device `options.device_id` (ConnectX-6 Dx by default), class
 // 0x020000, BAR0 a 64-bit prefetchable memory BAR of options.bar0_size bytes; the command
-// register and BAR0 (sizing included) are writable. No capabilities yet (no MSI-X).
+// register, BAR0 (sizing included) and the MSI-X enable/mask bits are writable. One capability:
+// MSI-X (ID 0x11) at 0x40, table size firmware.msix_vectors, table and PBA in BAR0 (below).
 //
-// BAR0: all of it is trapped. The initialization segment (ifc::initial_seg, its first 0x400c
-// bytes) answers as §2.1 says; the rest reads 0 and ignores writes (UAR pages: later).
-//  - initializing (0x1fc bit 31) reads 1 for options.init_time after construction or reset;
-//  - health_counter (0x1010) advances on every read of it; the health buffer is all 0;
-//  - cmdq_addr_h / cmdq_addr_l_sz take the queue's address (the RO geometry and
-//    nic_interface bits of 0x14 ignore writes);
-//  - a write of 1 << slot to the doorbell (0x18, big-endian) runs entry `slot`, synchronously,
-//    inside the write: the entry is complete (ownership 0) when the client's write returns.
-//    Doorbells rung while initializing are ignored.
+// BAR0, 4 KiB pages (UAR k is page k, reference §4.1 with log_uar_page_sz 0):
+//  - pages 0 .. first_uar_page-1: the initialization segment (§2.1), trapped;
+//  - pages first_uar_page .. first_uar_page + uar_pages - 1: UAR pages, shared memory the
+//    client maps (sparse mmap), never trapped: the firmware thread polls the EQ doorbells there;
+//  - the last pages (layout_of()): the MSI-X table (16 bytes a vector, rounded up to a page),
+//    then the PBA (one page), trapped. They sit at the end of BAR0 so that they never meet a
+//    UAR page. The table is plain trapped storage: a vfio-user server does not see vector
+//    programming, the client wires vectors with SET_IRQS (vfio-and-vfio-user.md §1.7);
+//  - the rest reads 0 and ignores writes.
+// Init segment: initializing (0x1fc bit 31) reads 1 for options.init_time after construction or
+// reset; health_counter (0x1010) advances on every read of it until the firmware fails; the
+// health buffer holds fw_version and, after a fatal error, rfr/valid/severity/synd/ext_synd;
+// internal_timer (0x1000, device.h) counts nanoseconds (device_frequency_khz 1 GHz);
+// cmdq_addr_h / cmdq_addr_l_sz take the queue's address.
 //
-// Thread-safe: the server's thread and a test's thread may both call in.
+// Commands (§1.2, §2.7): a write of a slot vector to the doorbell (0x18) queues those slots and
+// returns; the firmware thread runs them (after options.command_latency), writes the outputs,
+// hands each entry back (ownership written last) and, when an EQ subscribes to CMD (0x0a),
+// posts one CMD EQE whose vector names the slots it handed back. Doorbells rung while
+// initializing are ignored. Exception: a queue in memory the client announced without an fd is
+// reached only by VFIO_USER_DMA_READ/WRITE, which the protocol allows only while the client
+// waits for a reply; such a command runs inside the doorbell write, as before.
+//
+// Faults (test hooks here, rig-nicsim options): fatal(synd), silence()/resume(),
+// fail_next(opcode, status, syndrome), die(). A vfio-user reset (FLR) undoes every one (a
+// fault_plan in the options strikes again after it). A client that goes away leaves the
+// function in reset state for the next one.
+//
+// Thread-safe: the server's thread, the firmware thread and a test's thread may all call in.
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <thread>
 #include <vector>
 
+#include "abi/mlx5/ifc/cmd.hpp"
 #include "abi/mlx5/ifc/cmdq.hpp"
 #include "abi/mlx5/ifc/init_seg.hpp"
 #include "sim/mlx5/firmware.hpp"
@@ -41,6 +65,22 @@ namespace rig::sim::mlx5 {
 
 inline constexpr std::uint16_t mellanox_vendor_id = 0x15b3;
 inline constexpr std::uint16_t connectx6dx_device_id = 0x101d;
+inline constexpr std::size_t uar_page_bytes = 4096;
+inline constexpr std::size_t msix_cap_offset = 0x40;  // in config space
+
+// A fault the function suffers by itself, from its options (rig-nicsim --fault): once
+// `after_commands` commands have completed since the last reset, the firmware goes silent,
+// reports a fatal health syndrome, fails the next command with `opcode`, or the function dies.
+// Every reset re-arms it, so a driver meets it again on each bring-up.
+struct fault_plan {
+    enum class kind : std::uint8_t { none, silence, fatal, fail_command, die };
+    kind what = kind::none;
+    std::uint32_t after_commands = 0;
+    std::uint8_t health_syndrome = 0x01;  // fatal: FW internal error (§1.4)
+    std::uint16_t opcode = 0;             // fail_command
+    rig::mlx5::ifc::cmd_status status = rig::mlx5::ifc::cmd_status::bad_param_err;
+    std::uint32_t syndrome = 0;
+};
 
 struct function_options {
     std::uint16_t device_id = connectx6dx_device_id;
@@ -51,7 +91,19 @@ struct function_options {
     std::uint16_t fw_rev_subminor = 1002;
     std::uint8_t log_cmdq_size = 5;    // 32 entries
     std::uint8_t log_cmdq_stride = 6;  // 64 bytes apart
+    // Which function of the card this is (rig-nicsim numbers them 0..N-1; logs name it). The
+    // permanent MAC is firmware.mac; when that is 0 the model picks one at construction,
+    // 02:52:49:47:xx:xx, unique in the process, and keeps it across resets.
+    std::uint16_t function_index = 0;
+    // How long the firmware takes over each command before handing the entry back.
+    std::chrono::microseconds command_latency{0};
+    // After this many commands (0: never) the firmware asks for page_request_pages more pages
+    // (negative: gives that many back) by a PAGE_REQUEST event, once per reset (§1.2).
+    std::uint32_t page_request_after = 0;
+    std::int32_t page_request_pages = 0;
+    fault_plan fault;
     firmware_options firmware;
+
 };
 
 // What the command engine did with the last doorbell of a slot (for tests and logs).
@@ -60,11 +112,24 @@ struct completion {
     rig::mlx5::ifc::delivery_status delivery = rig::mlx5::ifc::delivery_status::ok;
 };
 
+// Where the BAR0 pieces lie for given options (see the header comment).
+struct bar0_layout {
+    std::uint64_t uar_begin;    // byte offset of the first UAR page
+    std::uint64_t uar_end;      // one past the last UAR page
+    std::uint64_t msix_table;   // byte offset of the MSI-X table
+    std::uint64_t msix_pba;     // byte offset of the pending-bit array
+};
+bar0_layout layout_of(const function_options& o);
+
 class function_model final : public vfio_user::device {
 public:
     explicit function_model(function_options options = {});
+    ~function_model() override;
+    function_model(const function_model&) = delete;
+    function_model& operator=(const function_model&) = delete;
 
-    // The server whose DMA space the model uses (before the server starts).
+    // The server whose DMA space and interrupts the model uses (before the server starts; the
+    // server must outlive every later call that posts an event).
     void attach(vfio_user::server& s);
 
     vfio_user::region_desc region(unsigned index) override;
@@ -72,17 +137,65 @@ public:
     bool read(unsigned region, std::uint64_t offset, std::span<std::byte> out) override;
     bool write(unsigned region, std::uint64_t offset, std::span<const std::byte> in) override;
     void reset() override;
+    void disconnected() override;
+
+    // ---- events (events.cpp) ----
+    // Writes one EQE of `type` (data: the 28 event-data bytes, shorter is zero-filled) into the
+    // lowest-numbered EQ whose event_bitmask has the type. false: no such EQ, the firmware is
+    // failed, or the EQE could not be written (the EQ buffer is not mapped; an overrun makes the
+    // firmware fatal with syndrome 0xc).
+    bool post_event(std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
+    // PAGE_REQUEST (func_id 0): n > 0 asks for n more pages, n < 0 gives -n back.
+    bool request_pages(std::int32_t n);
+    // PORT_CHANGE for port 1, sub_type ACTIVE or DOWN. The cable is the firmware's link state
+    // (port_up(), QUERY_VPORT_STATE); a function reset plugs it back in.
+    bool set_port_state(bool up);
+    // For the data path (next issue): COMP on the EQ of the CQ's c_eqn; CQ_ERROR; a QP event
+    // (type: PATH_MIG .. WQ_ACCESS_ERROR) with qp_events.type 0 (a QP).
+    bool post_completion(std::uint32_t cqn);
+    bool post_cq_error(std::uint32_t cqn, std::uint8_t syndrome);
+    bool post_qp_event(std::uint32_t qpn, std::uint8_t event_type);
+
+    // ---- faults ----
+    // The health buffer reports a fatal error (rfr, synd, ext_synd); the health counter stops;
+    // no command completes and no event is posted until reset.
+    void fatal(std::uint8_t synd, std::uint16_t ext_synd = 0);
+    // The command interface stops answering: doorbells are taken, entries stay owned by the
+    // device. The heartbeat goes on and hooks may still post events (a hung command engine,
+    // not a dead firmware: that is fatal()).
+    void silence();
+    void resume();  // commands taken while silent run now
+    // The next command with this opcode fails with `status` and `syndrome` (it does not run).
+    void fail_next(std::uint16_t opcode, rig::mlx5::ifc::cmd_status status, std::uint32_t syndrome);
+    // The function is gone: config space and BAR0 read all ones, writes are dropped, nothing
+    // completes, no interrupt. A reset brings it back.
+    void die();
 
     // ---- inspection ----
     hca_state state() const;
     std::uint16_t issi() const;
     std::size_t pages_owned() const;
+    std::size_t objects() const;
     std::uint64_t cmdq_address() const;
     std::uint64_t doorbells_ignored() const;
+    std::uint64_t commands_completed() const;
+    std::uint64_t events_posted() const;
+    std::uint64_t interrupts_raised() const;
+    std::uint32_t commands_pending() const;  // slot vector taken but not handed back
     completion last_completion(unsigned slot) const;
+    bool port_up() const;
+    bool failed() const;  // fatal or dead
+    // capabilities, vport, RoCE address, firmware pages (caps.cpp)
+    std::array<std::uint8_t, 6> mac() const;
+    bool roce_enabled() const;
+    std::optional<roce_addr> gid(std::uint32_t index) const;  // nullopt: no entry
+    std::vector<page_violation> page_violations() const;
+    // Blocks until no command is due (silence aside) or the timeout passes; false on timeout.
+    bool wait_idle(std::chrono::milliseconds timeout) const;
 
 private:
     static constexpr std::size_t iseg_bytes = rig::mlx5::ifc::initial_seg::size_bytes;
+    using clock = std::chrono::steady_clock;
 
     // init_segment.cpp, with _lock held
     bool initializing() const;
@@ -90,22 +203,66 @@ private:
     void write_iseg_dword(std::uint64_t offset, std::uint32_t host_value);
     void config_write(std::uint64_t offset, std::span<const std::byte> in);
     void reset_locked();
+    void clear_uar_pages();
 
     // cmdq.cpp, with _lock held
     void ring(std::uint32_t vector);
     completion run_slot(unsigned slot);
+    std::uint32_t run_due_commands();  // the vector of slots handed back
+    void handed_back(std::uint32_t vector);
+    void firmware_loop();
+    std::optional<clock::time_point> next_due() const;
+
+    // events.cpp, with _lock held
+    bool post_event_locked(std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
+    bool post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
+    bool poll_eq_doorbells();  // true when a doorbell was written since the last look
+    void fatal_locked(std::uint8_t synd, std::uint16_t ext_synd);
+    void strike_planned_fault();
+    void die_locked();
+    // without the lock: wakes the firmware thread
+    void kick();
 
     const function_options _options;
+    const bar0_layout _layout;
     mutable std::mutex _lock;
+    mutable std::condition_variable _wake;  // the firmware thread's: work arrived, or stop
+    mutable std::condition_variable _idle;  // tests' wait_idle: a pass left nothing due
     vfio_user::server* _server = nullptr;
     firmware _fw;
     std::array<std::byte, 4096> _config{};
     std::uint64_t _bar0_base = 0;  // what the driver wrote to the BAR (sizing)
     std::array<std::byte, iseg_bytes> _iseg{};
-    std::chrono::steady_clock::time_point _ready_at;
+    vfio_user::shared_memory _bar0;  // the UAR pages (shared) and the MSI-X table (trapped)
+    clock::time_point _ready_at;
+    const clock::time_point _born = clock::now();  // the internal timer counts from here
     std::uint32_t _health_counter = 0;
     std::uint64_t _doorbells_ignored = 0;
     std::array<completion, rig::mlx5::ifc::cmdq::max_commands> _last{};
+
+    // the firmware thread's work
+    std::uint32_t _pending = 0;  // slots taken by a doorbell, not yet handed back
+    std::array<clock::time_point, rig::mlx5::ifc::cmdq::max_commands> _due{};
+    bool _kicked = false;
+    bool _stop = false;
+    std::uint64_t _completed = 0;
+    bool _page_request_sent = false;
+    bool _fault_struck = false;  // the fault plan has struck since the last reset
+
+    // events and faults
+    std::uint64_t _events = 0;
+    std::uint64_t _interrupts = 0;
+    bool _fatal = false;
+    bool _silent = false;
+    bool _dead = false;
+    struct injected_failure {
+        std::uint16_t opcode;
+        rig::mlx5::ifc::cmd_status status;
+        std::uint32_t syndrome;
+    };
+    std::vector<injected_failure> _fail_next;
+
+    std::thread _thread;  // last: started once everything above exists
 };
 
 }  // namespace rig::sim::mlx5

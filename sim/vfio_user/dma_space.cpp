@@ -53,16 +53,29 @@ int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bo
 }
 
 int dma_space::unmap(std::uint64_t iova, std::uint64_t size) {
-    std::lock_guard g(_lock);
-    const auto it = _windows.find(iova);
-    if (it == _windows.end() || it->second.size != size) {
-        return ENOENT;
+    std::shared_ptr<unmap_observer> observer;
+    {
+        std::lock_guard g(_lock);
+        const auto it = _windows.find(iova);
+        if (it == _windows.end() || it->second.size != size) {
+            return ENOENT;
+        }
+        if (it->second.base != nullptr) {
+            ::munmap(it->second.base, it->second.size);
+        }
+        _windows.erase(it);
+        observer = _unmap_observer.lock();
     }
-    if (it->second.base != nullptr) {
-        ::munmap(it->second.base, it->second.size);
+    // Outside the lock: the observer may take its own, which is also held around DMA accesses.
+    if (observer) {
+        observer->unmapped(iova, size);
     }
-    _windows.erase(it);
     return 0;
+}
+
+void dma_space::watch_unmaps(std::weak_ptr<unmap_observer> observer) {
+    std::lock_guard g(_lock);
+    _unmap_observer = std::move(observer);
 }
 
 void dma_space::unmap_all() {
@@ -84,6 +97,16 @@ void dma_space::set_in_band(in_band_dma* to, std::thread::id thread) {
 std::size_t dma_space::window_count() const {
     std::lock_guard g(_lock);
     return _windows.size();
+}
+
+bool dma_space::by_message(std::uint64_t iova) const {
+    std::lock_guard g(_lock);
+    auto it = _windows.upper_bound(iova);
+    if (it == _windows.begin()) {
+        return false;
+    }
+    const window& w = std::prev(it)->second;
+    return iova - w.iova < w.size && w.base == nullptr;
 }
 
 std::uint64_t dma_space::fault_count() const {

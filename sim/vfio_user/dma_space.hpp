@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -40,6 +41,18 @@ protected:
     ~in_band_dma() = default;
 };
 
+// Told when the client unmaps a window (VFIO_USER_DMA_UNMAP), after the window is gone: a
+// device model that owns memory there (mlx5 firmware pages) reports the loss. Not told by
+// unmap_all (the client is gone and the device is reset with it, as vfio-pci resets a
+// function its user released).
+class unmap_observer {
+public:
+    virtual void unmapped(std::uint64_t iova, std::uint64_t size) = 0;
+
+protected:
+    ~unmap_observer() = default;
+};
+
 class dma_space {
 public:
     static constexpr std::size_t faults_kept = 64;
@@ -54,6 +67,9 @@ public:
     bool write(std::uint64_t iova, std::span<const std::byte> in);
 
     std::size_t window_count() const;
+    // true when iova lies in a window announced without fd: the device reaches it only by
+    // message, from the server's thread, while the client waits for a reply.
+    bool by_message(std::uint64_t iova) const;
     std::uint64_t fault_count() const;
     std::vector<dma_fault> faults() const;   // the latest faults_kept, oldest first
 
@@ -66,6 +82,8 @@ public:
     void unmap_all();
     // Where windows without fd are served, and from which thread; nullptr: nowhere.
     void set_in_band(in_band_dma* to, std::thread::id thread);
+    // The one observer of unmaps, held weakly: either side may go first. Replaces any other.
+    void watch_unmaps(std::weak_ptr<unmap_observer> observer);
 
 private:
     struct window {
@@ -82,6 +100,7 @@ private:
     std::map<std::uint64_t, window> _windows;   // by IOVA, never overlapping
     in_band_dma* _in_band = nullptr;
     std::thread::id _in_band_thread;
+    std::weak_ptr<unmap_observer> _unmap_observer;
     std::uint64_t _fault_count = 0;
     std::deque<dma_fault> _faults;
 };

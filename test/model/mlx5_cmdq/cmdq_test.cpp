@@ -143,7 +143,8 @@ struct rig_fixture : rig::test::served_model {
         }
         abi::set(e, cmdq::output_mailbox_pointer, o.out_ptr.value_or(nout > 0 ? iova + out_boxes_off : 0));
         abi::set<E::ownership>(e, o.owned ? cmdq::owner_hw : cmdq::owner_sw);
-        set_reg(0x18, 1u << slot);  // the model runs it inside this write
+        set_reg(0x18, 1u << slot);  // the model's firmware thread takes it from here
+        REQUIRE(fn.wait_idle(2s));
 
         result r;
         r.status_own = std::to_integer<std::uint8_t>(e[63]);
@@ -192,7 +193,9 @@ bool ok(const result& r) {
 }  // namespace
 
 TEST_CASE("mlx5 model: PCI identity and the initialization segment", "[model][mlx5]") {
-    rig_fixture t;
+    model::function_options o;
+    o.init_time = 300ms;  // long enough to see it on a loaded machine
+    rig_fixture t(o);
     CHECK(t.f->config_read16(0) == model::mellanox_vendor_id);
     CHECK(t.f->config_read16(2) == model::connectx6dx_device_id);
     CHECK(t.f->config_read32(8) == 0x02000000u);
@@ -233,9 +236,13 @@ TEST_CASE("mlx5 model: PCI identity and the initialization segment", "[model][ml
     CHECK(t.reg(0x10) == 0x12u);
     CHECK(t.reg(0x14) == (0x3456f000u | 0x56));
     CHECK(t.fn.cmdq_address() == 0x123456f000ull);
-    // UAR space reads 0, writes are ignored
+    // UAR pages are memory shared with the client (a write, even a trapped one, stays there);
+    // BAR0 between the last UAR page and the MSI-X table reads 0 and ignores writes
     t.set_reg(0x10000, 0xdeadbeef);
-    CHECK(t.reg(0x10000) == 0u);
+    CHECK(t.reg(0x10000) == 0xdeadbeefu);
+    const std::uint64_t past_uars = model::layout_of(model::function_options{}).uar_end;
+    t.set_reg(static_cast<std::uint32_t>(past_uars), 0xdeadbeef);
+    CHECK(t.reg(static_cast<std::uint32_t>(past_uars)) == 0u);
 }
 
 TEST_CASE("mlx5 model: a doorbell while initializing is ignored", "[model][mlx5]") {
@@ -464,6 +471,8 @@ TEST_CASE("mlx5 model: command errors", "[model][mlx5]") {
         CHECK_FALSE(t.fn.last_completion(3).ran);
         // the same bytes, rung again, stay the same
         t.set_reg(0x18, 1u << 3);
+        REQUIRE(t.fn.wait_idle(2s));  // the firmware has looked at it
+        CHECK(t.fn.doorbells_ignored() == 2);
         CHECK(std::memcmp(before.data(), t.at(cmdq_off + 3 * 64, 64).data(), 64) == 0);
         // once owned, slot 3 runs
         r = t.submit(in, 16, 3);

@@ -1,0 +1,174 @@
+// bench-fw: the mlx5 firmware path against the device model served in this process over
+// vfio-user: bring-up time to a usable NIC (every step of hca::bring_up, READY included) and
+// teardown time, medians of N; then commands per second for cheap commands: NOP (16 bytes in
+// and out, no mailbox), QUERY_QP of a live RC QP (the figure: 0x188 bytes out, one
+// output mailbox block) and QUERY_HCA_CAP (4 KiB out: 8 output mailbox blocks), in polling
+// mode and in event mode (CMD EQE + MSI-X eventfd). Prints figures, asserts nothing.
+//
+//   meson compile -C build bench-fw   (or: build/bench/fw-bench [bring-ups] [seconds per figure])
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <stdlib.h>
+
+#include "abi/bits.hpp"
+#include "abi/mlx5/ifc.hpp"
+#include "driver/function.hpp"
+#include "firmware/mlx5/events.hpp"
+#include "firmware/mlx5/hca.hpp"
+#include "firmware/mlx5/objects.hpp"
+#include "sim/mlx5/function_model.hpp"
+#include "sim/vfio_user/server.hpp"
+
+namespace {
+
+namespace ifc = rig::mlx5::ifc;
+namespace fw = rig::firmware::mlx5;
+using clk = std::chrono::steady_clock;
+
+[[noreturn]] void die(const std::string& why) {
+    std::fprintf(stderr, "fw-bench: %s\n", why.c_str());
+    std::exit(1);
+}
+
+double ms(clk::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+std::vector<std::byte> command(ifc::opcode op, std::uint16_t op_mod, std::size_t in_bytes) {
+    std::vector<std::byte> in(in_bytes);
+    rig::abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
+    rig::abi::set<ifc::mbox_in::op_mod>(in, op_mod);
+    return in;
+}
+
+template <class T>
+T must(fw::result<T> r) {
+    if (!r) {
+        die(r.error().message);
+    }
+    if constexpr (!std::is_void_v<T>) {
+        return std::move(*r);
+    }
+}
+
+// One command, back to back, for `seconds`: commands per second.
+double rate(fw::command_queue& q, const std::vector<std::byte>& in, std::size_t out_bytes, double seconds) {
+    const auto start = clk::now();
+    const auto stop = start + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(seconds));
+    std::uint64_t n = 0;
+    while (clk::now() < stop) {
+        for (int i = 0; i < 64; ++i, ++n) {
+            if (auto r = q.exec(in, out_bytes, clk::now() + std::chrono::seconds(5)); !r) {
+                die(r.error().message);
+            }
+        }
+    }
+    return static_cast<double>(n) / std::chrono::duration<double>(clk::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int bring_ups = argc > 1 ? std::max(1, std::atoi(argv[1])) : 21;
+    const double seconds = argc > 2 ? std::max(0.1, std::atof(argv[2])) : 1.0;
+
+    char tmpl[] = "/tmp/rig-fw-bench-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+        die("mkdtemp failed");
+    }
+    const std::string dir = tmpl;
+    const std::string sock = dir + "/mlx5.sock";
+    rig::sim::mlx5::function_model model;
+    auto srv = rig::sim::vfio_user::server::create(sock, model);
+    if (!srv) {
+        die("serving the model: " + srv.error());
+    }
+    model.attach(**srv);
+    (*srv)->start();
+    auto fn = rig::driver::open("vfio-user:" + sock);
+    if (!fn) {
+        die(fn.error().message);
+    }
+
+    std::printf("mlx5 firmware path, model in this process over vfio-user (%d bring-ups, %.1f s per rate)\n",
+                bring_ups, seconds);
+    for (const bool events : {false, true}) {
+        fw::hca_options o;
+        o.use_events = events;
+        std::vector<double> up_ms, down_ms;
+        for (int i = 0; i < bring_ups; ++i) {
+            const auto t0 = clk::now();
+            auto nic = fw::hca::bring_up(**fn, o);
+            const auto t1 = clk::now();
+            if (!nic) {
+                die(nic.error().message);
+            }
+            if (auto r = (*nic)->teardown(); !r) {
+                die(r.error().message);
+            }
+            up_ms.push_back(ms(t1 - t0));
+            down_ms.push_back(ms(clk::now() - t1));
+        }
+        const char* mode = events ? "event mode" : "polling mode";  // rates: polling with the EQ live
+        std::printf("  %-12s bring-up to READY  median %8.3f ms   teardown median %8.3f ms\n", mode, median(up_ms),
+                    median(down_ms));
+
+        // The rates run on a NIC brought up with its event queue (a CQ needs an EQ, and the
+        // QP to query needs CQs); polling mode takes the command queue off events for them.
+        fw::hca_options with_eq;
+        auto nic = fw::hca::bring_up(**fn, with_eq);
+        if (!nic) {
+            die(nic.error().message);
+        }
+        fw::command_queue& q = (*nic)->commands();
+        fw::stranded_memory& stranded = (*nic)->stranded_registry();
+        const auto by = [] { return clk::now() + std::chrono::seconds(5); };
+        const std::uint32_t pd = must(fw::alloc_pd(q, by()));
+        fw::cq_params cp;
+        cp.uar = (*nic)->uar();
+        cp.eqn = (*nic)->event_queue()->eqn();
+        auto cq = must(fw::cq::create(q, **fn, stranded, cp, by()));
+        fw::qp_params qp;
+        qp.pd = pd;
+        qp.send_cq = qp.receive_cq = cq.cqn();
+        qp.uar = (*nic)->uar();
+        auto rc = must(fw::qp::create(q, **fn, stranded, qp, by()));
+        if (!events) {
+            q.use_events(false);
+        }
+        auto query_qp = command(ifc::opcode::query_qp, 0, ifc::query_qp_in::size_bytes);
+        rig::abi::set<ifc::query_qp_in::qpn>(query_qp, rc.qpn());
+        const double nop = rate(q, command(ifc::opcode::nop, 0, ifc::nop_in::size_bytes), ifc::nop_out::size_bytes,
+                                seconds);
+        const double qpq = rate(q, query_qp, ifc::query_qp_out::size_bytes, seconds);
+        const double cap = rate(q,
+                                command(ifc::opcode::query_hca_cap,
+                                        ifc::query_hca_cap_op_mod(ifc::cap_type::general_device, ifc::cap_mode::cur),
+                                        ifc::query_hca_cap_in::size_bytes),
+                                ifc::query_hca_cap_out::size_bytes, seconds);
+        std::printf("  %-12s NOP %8.0f/s (%6.2f us)  QUERY_QP %8.0f/s (%6.2f us)  QUERY_HCA_CAP %8.0f/s (%6.2f us)\n",
+                    mode, nop, 1e6 / nop, qpq, 1e6 / qpq, cap, 1e6 / cap);
+        must(rc.destroy(q, **fn, stranded, by()));
+        must(cq.destroy(q, **fn, stranded, by()));
+        must(fw::dealloc_pd(q, pd, by()));
+        if (auto r = (*nic)->teardown(); !r) {
+            die(r.error().message);
+        }
+    }
+    (*fn)->release();
+    (*srv)->stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return 0;
+}

@@ -1,0 +1,29 @@
+#include "firmware/mlx5/command_trace.hpp"
+
+namespace rig::firmware::mlx5 {
+
+std::string to_hex(std::span<const std::byte> bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(bytes.size() * 2);
+    for (const std::byte b : bytes) {
+        const auto v = std::to_integer<unsigned>(b);
+        s += digits[v >> 4];
+        s += digits[v & 0xf];
+    }
+    return s;
+}
+
+std::string to_json(const command_record& r) {
+    // The name comes from our own opcode table (upper-case letters, digits, '_'): nothing to escape.
+    std::string s = "{\"opcode\": " + std::to_string(static_cast<unsigned>(r.opcode));
+    s += ", \"name\": \"" + std::string(r.name) + "\"";
+    s += ", \"op_mod\": " + std::to_string(r.op_mod);
+    s += ", \"status\": " + std::to_string(r.status);
+    s += ", \"syndrome\": " + std::to_string(r.syndrome);
+    s += ", \"in\": \"" + to_hex(r.in) + "\"";
+    s += ", \"out\": \"" + to_hex(r.out) + "\"}";
+    return s;
+}
+
+}  // namespace rig::firmware::mlx5

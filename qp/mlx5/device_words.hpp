@@ -1,0 +1,33 @@
+#pragma once
+// The two kinds of store the mlx5 data path makes to memory the device reads on its own:
+// a 32-bit doorbell-record word in host memory, and a 64-bit write to a UAR register (BAR0 over
+// VFIO, or the model's shared UAR page over vfio-user). Each is one store the compiler may not
+// split, merge or drop (volatile, naturally aligned): the device reads the record at any time,
+// and a UAR doorbell write must reach it as one 8-byte write (reference/mlx5.md §4.1: "use
+// 8-byte doorbells"). Ordering is the caller's business (qp/barriers.hpp).
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace rig::qp::mlx5 {
+
+// `value` is already in device byte order (big-endian), as its bytes must lie in memory.
+inline void store_record(std::byte* word, std::uint32_t value) noexcept {
+    *reinterpret_cast<volatile std::uint32_t*>(word) = value;
+}
+
+// `bytes` holds, in host memory order, the 8 bytes the register must receive.
+inline void store_register(std::byte* reg, std::uint64_t bytes) noexcept {
+    *reinterpret_cast<volatile std::uint64_t*>(reg) = bytes;
+}
+
+// Misuse check for the places given to a queue: aligned, not null.
+inline void check_aligned(const void* p, std::size_t align, const char* what) {
+    if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % align != 0) {
+        throw std::invalid_argument(std::string(what) + " is not " + std::to_string(align) +
+                                    "-byte aligned");
+    }
+}
+
+}  // namespace rig::qp::mlx5

@@ -1,0 +1,118 @@
+#pragma once
+// The send ring of an mlx5 RC queue pair: post entries, ring the doorbell once for many, and
+// turn its requester completions into entry results (qp/ring.hpp).
+//
+// Posting (reference/mlx5.md §4.3, rdma-core providers/mlx5/qp.c _mlx5_post_send):
+//   entry k (the unmasked producer count) goes in 64-byte block k & (slots-1) with k's low 16
+//   bits in the ctrl segment (abi/mlx5/entry.hpp writes the bytes). Every Rig entry is one
+//   block, so the producer count in blocks is the entry number.
+// Ringing (one function, `ring`, rdma-core post_send_db):
+//   to_device barrier; record word MLX5_SND_DBR (+4) = be32(producer & 0xffff); mmio_start;
+//   the last posted entry's first 8 bytes (ctrl opmod_idx_opcode + qpn_ds) as one 64-bit write
+//   to the BlueFlame register; mmio_flush; next time the other half of the bfreg (offset ^= half).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+
+#include "abi/mlx5/completion.hpp"
+#include "abi/mlx5/doorbell.hpp"
+#include "abi/mlx5/entry.hpp"
+#include "qp/barriers.hpp"
+#include "qp/mlx5/device_words.hpp"
+#include "qp/ring.hpp"
+
+namespace rig::qp::mlx5 {
+
+namespace abi = ::rig::mlx5::abi;
+
+// Where a send queue's memory lies (all of it set up by firmware/mlx5/objects.hpp's qp).
+struct send_queue_memory {
+    std::span<std::byte> ring;             // the SQ: 2^n 64-byte blocks, 64-byte aligned
+    std::span<std::byte> doorbell_record;  // the QP's 8-byte record (receive +0, send +4)
+    std::byte* blueflame = nullptr;        // UAR page + bfreg offset (abi::bfreg_offset)
+    std::size_t blueflame_half = 0;        // bf_reg_size / 2: the two halves are used in turn
+};
+
+class send_queue {
+public:
+    // Throws std::invalid_argument for a ring that is not 2^n (1..32768) blocks, a record shorter
+    // than 8 bytes or misaligned, or a missing/misaligned register, or qpn over 24 bits.
+    send_queue(send_queue_memory m, std::uint32_t qpn);
+
+    std::uint32_t room() const noexcept { return entries_.room(); }
+    std::uint32_t slots() const noexcept { return entries_.slots(); }
+    std::uint64_t posted() const noexcept { return entries_.posted(); }
+    bool failed() const noexcept { return entries_.failed(); }
+    const qp::ring& entries() const noexcept { return entries_; }
+
+    // Writes one entry after the last one and returns its number; the NIC sees it at the next
+    // ring(). Misuse (no room, a value abi refuses) throws std::invalid_argument and changes
+    // nothing: neither the ring memory nor the counts.
+    // always_inline + flatten: abi's writer and this function land in the caller's loop (g++
+    // left the writer out of line), so the entry number stays in a register across the entry's
+    // stores, which the compiler must otherwise assume alias the counts (bench-post).
+    template <class Op>
+    [[gnu::always_inline, gnu::flatten]] std::uint64_t post(const Op& o, bool signal) {
+        entries_.check_room();
+        const std::uint64_t k = entries_.posted();
+        abi::write(ring_, static_cast<std::size_t>(k & mask_) * abi::entry_size, qpn_,
+                   static_cast<std::int64_t>(k & 0xffff), o, signal);
+        entries_.push_checked(k, length(o));
+        return k;
+    }
+
+    // The doorbell: tells the NIC about every entry posted since the last call. The only
+    // function that writes this queue's doorbell record word or its BlueFlame register.
+    void ring() noexcept {
+        const std::uint64_t p = entries_.posted();
+        if (p == rung_) {
+            return;
+        }
+        barrier::to_device();   // entries before the record: the NIC may read them once it moves
+        store_record(record_, abi::qp_dbr_counter(static_cast<std::uint32_t>(p)));
+        barrier::mmio_start();  // the record before the doorbell (rdma-core: mmio_wc_start)
+        std::uint64_t first8;
+        std::memcpy(&first8, ring_.data() + ((p - 1) & mask_) * abi::entry_size, 8);
+        store_register(blueflame_ + blueflame_offset_, first8);
+        barrier::mmio_flush();  // out of the write-combining buffer now
+        blueflame_offset_ ^= blueflame_half_;
+        rung_ = p;
+    }
+
+    // A completion whose QPN is this queue pair's and that belongs to its send side: REQ (the
+    // entry named by wqe_counter and every unsignaled one before it succeeded) or REQ_ERR (that
+    // entry failed: the ring fails). Any other kind, or a counter naming no outstanding entry,
+    // fails the ring: it holds a completion of a kind it does not take.
+    void complete(const abi::completion& c) noexcept;
+
+    // The NIC or the other ring failed the queue pair: entries without a result fail with `e`.
+    void fail(entry_error e) noexcept { entries_.fail(e); }
+
+    // The oldest entry's result once it has one (qp/ring.hpp take).
+    std::optional<entry_result> poll() noexcept { return entries_.take(); }
+
+    std::size_t blueflame_offset() const noexcept { return blueflame_offset_; }
+
+private:
+    static std::uint32_t length(const abi::write_op& o) noexcept { return len(o.src.bytes); }
+    static std::uint32_t length(const abi::read_op& o) noexcept { return len(o.dst.bytes); }
+    static std::uint32_t length(const abi::send_op& o) noexcept { return len(o.src.bytes); }
+    static std::uint32_t length(const abi::write_inline_op& o) noexcept {
+        return static_cast<std::uint32_t>(o.data.size());
+    }
+    static std::uint32_t len(std::int64_t n) noexcept { return static_cast<std::uint32_t>(n); }
+
+    std::span<std::byte> ring_;
+    std::uint64_t mask_;
+    std::byte* record_;             // the send counter word (record + 4)
+    std::byte* blueflame_;
+    std::size_t blueflame_half_;
+    std::size_t blueflame_offset_ = 0;
+    std::int64_t qpn_;
+    std::uint64_t rung_ = 0;        // producer count the NIC was last told
+    qp::ring entries_;
+};
+
+}  // namespace rig::qp::mlx5

@@ -1,0 +1,185 @@
+#pragma once
+// Bookkeeping of one work ring (a send or a receive ring), the same for every NIC family:
+// which entries are posted, which have a result, which results the user has taken, and the
+// ring's failure. It touches no device memory; the family's queue (qp/mlx5/send_queue.hpp, ...)
+// writes the entries and feeds this class what the completions say.
+//
+// The contract (seeds/rig_bnxt_qp.txt, DESIGN.md §2):
+//  - `room`: how many more entries the ring takes; an entry's slot is free once its result has
+//    been taken (not when the NIC completed it).
+//  - results are taken in entry order. A completion naming a later entry completes every earlier
+//    entry that had none (mlx5: a requester CQE covers the unsignaled entries before it; its
+//    wqe_counter names the last one, reference/mlx5.md §4.5). A result that is known but not yet
+//    due waits in its slot until every earlier one has been taken.
+//  - failure: the failing entry carries its own error; every later entry, those posted after the
+//    failure included, completes with the failure's error (flushed = true); the entries completed
+//    before keep their result; a failed ring stays failed.
+//
+// Entry numbers are the unmasked producer count (64 bits: they never wrap); slot = number & mask.
+// Hot path (push, complete_through, take): no allocation, no exception but for misuse, no log.
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rig::qp {
+
+// Why an entry failed. `what` names the error (a static string of the family's table).
+struct entry_error {
+    std::string_view what;
+    std::uint32_t syndrome = 0;   // the family's raw error code (mlx5: the CQE syndrome), 0 if none
+    std::uint32_t vendor = 0;     // vendor syndrome (mlx5: vendor_err_synd)
+    bool flushed = false;         // true: this entry did not fail itself, its ring had failed
+
+    friend bool operator==(const entry_error&, const entry_error&) = default;
+};
+
+// What `poll` gives for one entry: the bytes it moved, or why it failed.
+using entry_result = std::expected<std::uint32_t, entry_error>;
+
+class ring {
+public:
+    // `slots` (a power of two) entries of memory, at most `capacity` of them in flight (mlx5 uses
+    // every slot; a bnxt ring keeps one free).
+    ring(std::uint32_t slots, std::uint32_t capacity) : mask_(slots - 1), capacity_(capacity) {
+        if (slots == 0 || (slots & (slots - 1)) != 0) {
+            throw std::invalid_argument("ring: " + std::to_string(slots) +
+                                        " slots is not a power of two");
+        }
+        if (capacity == 0 || capacity > slots) {
+            throw std::invalid_argument("ring: capacity " + std::to_string(capacity) +
+                                        " outside 1.." + std::to_string(slots));
+        }
+        bytes_.assign(slots, 0);
+    }
+
+    std::uint32_t slots() const noexcept { return mask_ + 1; }
+    std::uint32_t capacity() const noexcept { return capacity_; }
+    std::uint32_t room() const noexcept {
+        return capacity_ - static_cast<std::uint32_t>(posted_ - taken_);
+    }
+    std::uint64_t posted() const noexcept { return posted_; }        // entries posted so far
+    std::uint64_t completed() const noexcept { return completed_; }  // entries with a result
+    std::uint64_t taken() const noexcept { return taken_; }          // results taken
+    bool failed() const noexcept { return failed_; }
+    // the failure's error as the entries after the failing one carry it (valid once failed())
+    entry_error failure() const noexcept { return failure_; }
+
+    // Misuse check for a post: throws before anything is written when the ring is full.
+    void check_room() const {
+        if (room() == 0) [[unlikely]] {
+            refuse_full();
+        }
+    }
+
+    // Records entry number posted() with `bytes` (its length: a send's or write's bytes, a
+    // receive's capacity) and returns its number. Throws, changing nothing, if the ring is full.
+    std::uint64_t push(std::uint32_t bytes) {
+        check_room();
+        const std::uint64_t k = posted_;
+        push_checked(k, bytes);
+        return k;
+    }
+    // The same after the caller's own check_room(), for entry k == posted() that it read before
+    // writing the entry (a post checks before it writes; k kept in a register saves reloading
+    // the count after the entry's stores, which the compiler must assume alias it).
+    void push_checked(std::uint64_t k, std::uint32_t bytes) noexcept {
+        bytes_[k & mask_] = bytes;
+        posted_ = k + 1;
+    }
+
+    // The entry whose number has low `bits` bits equal to `counter` among those posted and
+    // without a result, or nothing if none (a completion that names no outstanding entry).
+    std::optional<std::uint64_t> resolve(std::uint32_t counter, unsigned bits) const noexcept {
+        const std::uint64_t m = (std::uint64_t{1} << bits) - 1;
+        const std::uint64_t n = completed_ + ((counter - completed_) & m);
+        if (n >= posted_) {
+            return std::nullopt;
+        }
+        return n;
+    }
+
+    // Entries completed_ .. n completed successfully. `bytes`, if given, replaces entry n's
+    // recorded length (a receive's message length). Ignored once the ring failed: what the NIC
+    // says after a failure (its flush completions) changes no result.
+    void complete_through(std::uint64_t n, std::optional<std::uint32_t> bytes) noexcept {
+        if (failed_ || n < completed_ || n >= posted_) {
+            return;
+        }
+        if (bytes) {
+            bytes_[n & mask_] = *bytes;
+        }
+        completed_ = n + 1;
+    }
+
+    // Entry n failed with `e`: the entries before it completed successfully, it carries `e`,
+    // and every later one (posted or still to come) completes with `e` as a flushed entry.
+    void fail_at(std::uint64_t n, entry_error e) noexcept {
+        if (failed_ || n < completed_ || n >= posted_) {
+            return;
+        }
+        e.flushed = false;
+        completed_ = n;
+        failing_ = n;
+        failed_ = true;
+        failure_ = e;
+        failure_.flushed = true;
+        own_error_ = e;
+    }
+
+    // The ring failed with no entry of its own at fault (the NIC reported the queue pair's
+    // failure, or the other ring of the queue pair failed): every entry without a result
+    // completes with `e`. The caller first takes in every completion the NIC already wrote.
+    void fail(entry_error e) noexcept {
+        if (failed_) {
+            return;
+        }
+        failing_ = ~std::uint64_t{0};
+        failed_ = true;
+        failure_ = e;
+        failure_.flushed = true;
+    }
+
+    // The result of the oldest entry not yet taken, if it has one; nothing if it has none yet or
+    // no entry is due. Taking it frees its slot.
+    std::optional<entry_result> take() noexcept {
+        if (taken_ == posted_) {
+            return std::nullopt;
+        }
+        const std::uint64_t n = taken_;
+        if (n < completed_) {
+            ++taken_;
+            return entry_result{bytes_[n & mask_]};
+        }
+        if (!failed_) {
+            return std::nullopt;
+        }
+        ++taken_;
+        if (n == failing_) {
+            return entry_result{std::unexpect, own_error_};
+        }
+        return entry_result{std::unexpect, failure_};
+    }
+
+private:
+    [[noreturn, gnu::cold]] void refuse_full() const {
+        throw std::invalid_argument("ring full: room for " + std::to_string(room()) +
+                                    " more of " + std::to_string(capacity_) + " entries");
+    }
+
+    std::uint32_t mask_;
+    std::uint32_t capacity_;
+    std::uint64_t posted_ = 0;
+    std::uint64_t completed_ = 0;
+    std::uint64_t taken_ = 0;
+    bool failed_ = false;
+    std::uint64_t failing_ = ~std::uint64_t{0};   // the entry that failed itself, if any
+    entry_error own_error_{};                      // its error
+    entry_error failure_{};                        // what the others carry (flushed = true)
+    std::vector<std::uint32_t> bytes_;             // per slot: the entry's length, then result
+};
+
+}  // namespace rig::qp

@@ -1,0 +1,51 @@
+#pragma once
+// One function's RoCE engine: its wire port and its RC queue pairs. A NIC model's per-function
+// thread calls poll(now) in a loop: it takes the frames due on the port, checks and decodes
+// them (a frame that is not a good RoCEv2 packet for us is dropped silently, spec 9.6 / A17),
+// hands each to the queue pair its BTH names, then lets every queue pair fire its timers and
+// transmit. poll returns whether anything happened, so an idle thread can back off.
+//
+// Queue pairs are added and removed on the control path, by the polling thread or while it is
+// stopped; the table is locked once per poll, not per packet.
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "abi/roce/packet.hpp"
+#include "sim/roce/rc_qp.hpp"
+#include "sim/roce/wire.hpp"
+
+namespace rig::sim::roce {
+
+struct engine_counters {
+    std::uint64_t frames_received = 0;
+    std::uint64_t not_roce = 0;     // decode refused (not RoCEv2, bad ICRC, ...)
+    std::uint64_t not_for_us = 0;   // destination GID not ours
+    std::uint64_t no_qp = 0;        // destination QP unknown
+};
+
+class engine {
+public:
+    static constexpr int receive_burst = 64;  // frames one poll takes at most
+
+    engine(port& wire_port, const rig::roce::gid& gid) noexcept : _port(wire_port), _gid(gid) {}
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    // Misuse (a queue pair of this QPN already added) throws std::invalid_argument.
+    void add(rc_qp& qp);
+    void remove(rc_qp& qp) noexcept;
+
+    bool poll(clock::time_point now) noexcept;
+    engine_counters counters() const;
+
+private:
+    port& _port;
+    const rig::roce::gid _gid;
+    mutable std::mutex _lock;
+    std::vector<rc_qp*> _qps;   // sorted by QPN
+    engine_counters _counters;
+};
+
+}  // namespace rig::sim::roce

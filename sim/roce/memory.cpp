@@ -1,0 +1,138 @@
+#include "sim/roce/memory.hpp"
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "sim/vfio_user/dma_space.hpp"
+
+namespace rig::sim::roce {
+
+std::string_view to_string(mem_status s) noexcept {
+    switch (s) {
+    case mem_status::ok: return "ok";
+    case mem_status::bad_key: return "bad key";
+    case mem_status::out_of_bounds: return "out of bounds";
+    case mem_status::no_right: return "access right not granted";
+    case mem_status::dma_fault: return "DMA fault";
+    }
+    return "?";
+}
+
+void memory::register_region(region r) {
+    auto refuse = [&](const std::string& why) {
+        throw std::invalid_argument("roce::memory::register_region(key " + std::to_string(r.key) + "): " + why);
+    };
+    if (r.length == 0) {
+        refuse("zero length");
+    }
+    if (r.start + r.length < r.start) {
+        refuse("the range wraps past 2^64");
+    }
+    if (!r.pages.empty()) {
+        if (r.page_shift < 12 || r.page_shift > 40) {
+            refuse("page_shift " + std::to_string(r.page_shift) + " outside 12..40");
+        }
+        const std::uint64_t page = std::uint64_t{1} << r.page_shift;
+        if (r.page_offset >= page) {
+            refuse("page_offset outside the first page");
+        }
+        const std::uint64_t needed = (r.page_offset + r.length + page - 1) >> r.page_shift;
+        if (r.pages.size() < needed) {
+            refuse(std::to_string(r.pages.size()) + " pages for " + std::to_string(needed) + " needed");
+        }
+    } else if (r.base_iova + r.length < r.base_iova) {
+        refuse("the IOVA range wraps past 2^64");
+    }
+    std::unique_lock g(_lock);
+    if (_regions.contains(r.key)) {
+        refuse("key already registered");
+    }
+    _regions.emplace(r.key, std::move(r));
+}
+
+bool memory::deregister(std::uint32_t key) {
+    std::unique_lock g(_lock);
+    return _regions.erase(key) != 0;
+}
+
+bool memory::registered(std::uint32_t key) const {
+    std::shared_lock g(_lock);
+    return _regions.contains(key);
+}
+
+const region* memory::find_checked(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
+                                   std::uint8_t needed, mem_status& why) const noexcept {
+    const auto it = _regions.find(key);
+    if (it == _regions.end() || it->second.pd != pd) {
+        why = mem_status::bad_key;
+        return nullptr;
+    }
+    const region& r = it->second;
+    // inside [start, start + length): written so that no sum can wrap
+    if (va < r.start || va - r.start > r.length || bytes > r.length - (va - r.start)) {
+        why = mem_status::out_of_bounds;
+        return nullptr;
+    }
+    if ((r.rights & needed) != needed) {
+        why = mem_status::no_right;
+        return nullptr;
+    }
+    why = mem_status::ok;
+    return &r;
+}
+
+mem_status memory::check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
+                         std::uint8_t needed) const noexcept {
+    std::shared_lock g(_lock);
+    mem_status why;
+    find_checked(key, pd, va, bytes, needed, why);
+    return why;
+}
+
+// with _lock held (shared): the region stays registered while its bytes move
+mem_status memory::move(const region& r, std::uint64_t va, std::byte* p, std::size_t n, bool is_write) const noexcept {
+    std::uint64_t at = va - r.start;
+    while (n > 0) {
+        std::uint64_t iova;
+        std::size_t chunk;
+        if (r.pages.empty()) {
+            iova = r.base_iova + at;
+            chunk = n;
+        } else {
+            // one page at a time: consecutive pages of the list need not be consecutive IOVAs
+            const std::uint64_t off = at + r.page_offset;
+            const std::uint64_t in_page = off & ((std::uint64_t{1} << r.page_shift) - 1);
+            iova = r.pages[off >> r.page_shift] + in_page;
+            const std::uint64_t left = (std::uint64_t{1} << r.page_shift) - in_page;
+            chunk = left < n ? static_cast<std::size_t>(left) : n;
+        }
+        const bool ok = is_write ? _dma.write(iova, std::span<const std::byte>(p, chunk))
+                                 : _dma.read(iova, std::span<std::byte>(p, chunk));
+        if (!ok) {
+            return mem_status::dma_fault;
+        }
+        p += chunk;
+        n -= chunk;
+        at += chunk;
+    }
+    return mem_status::ok;
+}
+
+mem_status memory::read(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<std::byte> out,
+                        std::uint8_t needed) const noexcept {
+    std::shared_lock g(_lock);
+    mem_status why;
+    const region* r = find_checked(key, pd, va, out.size(), needed, why);
+    return r == nullptr ? why : move(*r, va, out.data(), out.size(), false);
+}
+
+mem_status memory::write(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<const std::byte> in,
+                         std::uint8_t needed) const noexcept {
+    std::shared_lock g(_lock);
+    mem_status why;
+    const region* r = find_checked(key, pd, va, in.size(), needed, why);
+    return r == nullptr ? why : move(*r, va, const_cast<std::byte*>(in.data()), in.size(), true);
+}
+
+}  // namespace rig::sim::roce

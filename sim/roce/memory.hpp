@@ -1,0 +1,101 @@
+#pragma once
+// Registered memory regions of one function, family-neutral: the check every access by the RC
+// engine passes through (the key names a region, the region's protection domain must be the
+// queue pair's, the bytes must lie inside it, and the region must grant the right the access
+// needs), then the translation from the region's virtual addresses to IOVAs of the client's
+// DMA windows (a linear base, or a page list as an MTT gives), then the DMA itself through the
+// model's IOMMU view (sim/vfio_user/dma_space.hpp), which refuses what the client did not map.
+//
+// IB spec vol. 1 ch. 10 (memory regions, L_Key/R_Key, access rights) and 9.7 (a remote access
+// outside what the R_Key grants is a remote access error). mlx5 calls a region an
+// MKEY (mkc: lr is implied, lw/rr/rw, start_addr, len, pd, translations); bnxt an MR.
+//
+// Registration is the control path (it may allocate, misuse throws std::invalid_argument);
+// read/write are the data path: no allocation, no exception, no logging. Thread-safe: the
+// table is read-locked by accesses and write-locked by (de)registration, so a key deregistered
+// is refused by every access that starts after deregister returns.
+#include <cstddef>
+#include <cstdint>
+#include <shared_mutex>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rig::sim::vfio_user {
+class dma_space;
+}
+
+namespace rig::sim::roce {
+
+// Rights a region grants beyond local read, which every region grants (IB 10.6.3.1).
+enum access : std::uint8_t {
+    access_local_read = 0,  // needed by a local gather: no bit
+    access_local_write = 1 << 0,
+    access_remote_read = 1 << 1,
+    access_remote_write = 1 << 2,
+};
+
+enum class mem_status : std::uint8_t {
+    ok,
+    bad_key,        // no region under this key, deregistered, or another protection domain's
+    out_of_bounds,  // the bytes do not lie wholly inside the region
+    no_right,       // the region does not grant the access
+    dma_fault,      // the translation leads outside the client's DMA windows (dma_space refused)
+};
+std::string_view to_string(mem_status s) noexcept;
+
+struct region {
+    std::uint32_t key = 0;
+    std::uint32_t pd = 0;
+    std::uint64_t start = 0;   // virtual address of the region's first byte
+    std::uint64_t length = 0;
+    std::uint8_t rights = 0;   // access bits
+    // Translation. Empty `pages`: linear, iova = base_iova + (va - start). Otherwise the page
+    // list: the region's first byte lies `page_offset` bytes into pages[0], each page
+    // 2^page_shift bytes, so va lies in pages[(va - start + page_offset) >> page_shift].
+    std::uint64_t base_iova = 0;
+    std::vector<std::uint64_t> pages;
+    std::uint8_t page_shift = 12;
+    std::uint64_t page_offset = 0;
+};
+
+class memory {
+public:
+    explicit memory(vfio_user::dma_space& dma) noexcept : _dma(dma) {}
+    memory(const memory&) = delete;
+    memory& operator=(const memory&) = delete;
+
+    // Misuse (key already registered, zero length, range wrapping, page list too short for
+    // the length, page_shift under 12 or over 40, page_offset outside the first page) throws
+    // std::invalid_argument and registers nothing.
+    void register_region(region r);
+    // false when the key is not registered.
+    bool deregister(std::uint32_t key);
+    bool registered(std::uint32_t key) const;
+
+    // Checks then moves `out.size()` / `in.size()` bytes at `va` of the region `key`, which
+    // must belong to protection domain `pd` and grant `needed` (access bits). Nothing moves
+    // unless the whole access passes the checks; a DMA fault part-way may leave some bytes
+    // moved (as on a card).
+    mem_status read(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<std::byte> out,
+                    std::uint8_t needed) const noexcept;
+    mem_status write(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<const std::byte> in,
+                     std::uint8_t needed) const noexcept;
+    // The checks alone, for `bytes` at `va`: a responder checks a whole RDMA WRITE or READ
+    // before it moves its first byte.
+    mem_status check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
+                     std::uint8_t needed) const noexcept;
+
+private:
+    // with _lock held
+    const region* find_checked(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
+                               std::uint8_t needed, mem_status& why) const noexcept;
+    mem_status move(const region& r, std::uint64_t va, std::byte* p, std::size_t n, bool is_write) const noexcept;
+
+    vfio_user::dma_space& _dma;
+    mutable std::shared_mutex _lock;
+    std::unordered_map<std::uint32_t, region> _regions;
+};
+
+}  // namespace rig::sim::roce

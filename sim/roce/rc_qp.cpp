@@ -1,0 +1,363 @@
+// rc_qp: construction, state transitions, posting, completions, and the pieces both the
+// requester (rc_requester.cpp) and the responder (rc_responder.cpp) use.
+#include "sim/roce/rc_qp.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace rig::sim::roce {
+
+namespace proto = rig::roce;
+
+std::string_view to_string(work_op op) noexcept {
+    switch (op) {
+    case work_op::send: return "SEND";
+    case work_op::write: return "RDMA WRITE";
+    case work_op::read: return "RDMA READ";
+    }
+    return "?";
+}
+
+std::string_view to_string(completion_status s) noexcept {
+    switch (s) {
+    case completion_status::success: return "success";
+    case completion_status::local_length: return "local length error";
+    case completion_status::local_qp_operation: return "local QP operation error";
+    case completion_status::local_protection: return "local protection error";
+    case completion_status::remote_access: return "remote access error";
+    case completion_status::remote_invalid_request: return "remote invalid request error";
+    case completion_status::remote_operation: return "remote operation error";
+    case completion_status::retry_exceeded: return "transport retry counter exceeded";
+    case completion_status::rnr_retry_exceeded: return "RNR retry counter exceeded";
+    case completion_status::flushed: return "work request flushed";
+    }
+    return "?";
+}
+
+std::string_view to_string(qp_state s) noexcept {
+    switch (s) {
+    case qp_state::reset: return "RESET";
+    case qp_state::init: return "INIT";
+    case qp_state::rtr: return "RTR";
+    case qp_state::rts: return "RTS";
+    case qp_state::error: return "ERROR";
+    }
+    return "?";
+}
+
+std::uint64_t send_request::length() const noexcept {
+    if (is_inline) {
+        return inline_bytes;
+    }
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < std::min<std::size_t>(sge_count, max_sge); ++i) {
+        n += sg[i].length;
+    }
+    return n;
+}
+
+std::uint64_t receive_request::capacity() const noexcept {
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < std::min<std::size_t>(sge_count, max_sge); ++i) {
+        n += sg[i].length;
+    }
+    return n;
+}
+
+std::chrono::nanoseconds ack_timeout(std::uint8_t code) noexcept {
+    if (code == 0 || code > 31) {
+        return std::chrono::nanoseconds{0};
+    }
+    return std::chrono::nanoseconds{std::int64_t{4096} << code};
+}
+
+std::chrono::nanoseconds rnr_timer(std::uint8_t code) noexcept {
+    // IB RNR timer encoding, in units of 10 us (the values of Linux rxe's rnrnak_usec table)
+    static constexpr std::uint32_t tens_of_us[32] = {
+        65536, 1,   2,   3,   4,   6,    8,    12,   16,   24,   32,   48,   64,   96,    128,   192,
+        256,   384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+    return std::chrono::microseconds{std::int64_t{10} * tens_of_us[code & 31]};
+}
+
+void rc_qp::completion_ring::push(const completion& c) noexcept {
+    slots[tail & (slots.size() - 1)] = c;
+    ++tail;
+}
+
+rc_qp::rc_qp(memory& mem, port& wire_port, const qp_config& config)
+    : _mem(mem), _port(wire_port), _config(config) {
+    auto pow2 = [](std::uint32_t n) { return n != 0 && (n & (n - 1)) == 0 && n <= (1u << 15); };
+    if (!pow2(config.sq_size) || !pow2(config.rq_size)) {
+        throw std::invalid_argument("roce::rc_qp: ring sizes must be powers of two up to 2^15 (sq " +
+                                    std::to_string(config.sq_size) + ", rq " + std::to_string(config.rq_size) + ")");
+    }
+    if (config.qpn > proto::psn_mask) {
+        throw std::invalid_argument("roce::rc_qp: qpn " + std::to_string(config.qpn) + " is wider than 24 bits");
+    }
+    _scratch.resize(4096);
+    _sq.resize(config.sq_size);
+    _rq.resize(config.rq_size);
+    _send_done.slots.resize(config.sq_size);
+    _receive_done.slots.resize(config.rq_size);
+}
+
+// ---- state transitions --------------------------------------------------------------------------
+
+void rc_qp::to_init(std::uint8_t remote_rights) {
+    if (_state != qp_state::reset) {
+        throw std::invalid_argument("roce::rc_qp::to_init: queue pair is in " + std::string(to_string(_state)));
+    }
+    _remote_rights = remote_rights;
+    _state = qp_state::init;
+}
+
+void rc_qp::to_rtr(const path& p) {
+    auto refuse = [](const std::string& why) { throw std::invalid_argument("roce::rc_qp::to_rtr: " + why); };
+    if (_state != qp_state::init) {
+        refuse("queue pair is in " + std::string(to_string(_state)));
+    }
+    if (p.mtu < 256 || p.mtu > 4096 || (p.mtu & (p.mtu - 1)) != 0) {
+        refuse("mtu " + std::to_string(p.mtu) + " is not 256, 512, 1024, 2048 or 4096");
+    }
+    if (p.rq_psn > proto::psn_mask || p.dest_qpn > proto::psn_mask) {
+        refuse("rq_psn or dest_qpn wider than 24 bits");
+    }
+    if (p.min_rnr_timer > 31 || p.max_dest_rd_atomic == 0 || p.max_dest_rd_atomic > _reads.size()) {
+        refuse("min_rnr_timer over 31 or max_dest_rd_atomic outside 1..32");
+    }
+    _path = p;
+    _route.src_mac = _config.mac;
+    _route.dst_mac = p.dest_mac;
+    _route.src_gid = _config.gid;
+    _route.dst_gid = p.dest_gid;
+    _route.udp_src_port = _config.udp_sport;
+    _epsn = p.rq_psn;
+    _state = qp_state::rtr;
+}
+
+void rc_qp::to_rts(const send_params& s) {
+    auto refuse = [](const std::string& why) { throw std::invalid_argument("roce::rc_qp::to_rts: " + why); };
+    if (_state != qp_state::rtr) {
+        refuse("queue pair is in " + std::string(to_string(_state)));
+    }
+    if (s.sq_psn > proto::psn_mask || s.timeout > 31 || s.retry_count > 7 || s.rnr_retry > 7) {
+        refuse("sq_psn over 24 bits, timeout over 31, or a retry count over 7");
+    }
+    if (s.max_rd_atomic == 0 || s.max_rd_atomic > 32 || s.max_inflight == 0 || s.max_inflight >= (1u << 22)) {
+        refuse("max_rd_atomic outside 1..32 or max_inflight outside 1..2^22-1");
+    }
+    _send = s;
+    _ack_timeout = ack_timeout(s.timeout);
+    _next_psn = _tx_psn = _sent_end = _una = s.sq_psn;
+    _retry_left = s.retry_count;
+    _rnr_left = s.rnr_retry;
+    _state = qp_state::rts;
+}
+
+void rc_qp::to_error() noexcept {
+    if (_state != qp_state::error) {
+        enter_error();
+    }
+}
+
+void rc_qp::reset() noexcept {
+    _state = qp_state::reset;
+    _counters = {};
+    _sq_post = _sq_done = _sq_started = _tx_entry = _una_entry = 0;
+    _tx_psn = _next_psn = _sent_end = _una = 0;
+    _reads_outstanding = 0;
+    _timer_armed = _rnr_waiting = _gap_rewound = false;
+    _send_done.head = _send_done.tail = 0;
+    _rq_post = _rq_done = 0;
+    _epsn = _msn = 0;
+    _nak_silent = false;
+    _inbound = inbound::none;
+    _in_offset = _in_va = _in_length = 0;
+    _reads_head = _reads_tail = 0;
+    _ack_pending = _nak_pending = false;
+    _receive_done.head = _receive_done.tail = 0;
+}
+
+// Every entry without completion, of both rings, completes flushed; the queue pair stops.
+void rc_qp::enter_error() noexcept {
+    for (; _sq_done != _sq_post; ++_sq_done) {
+        complete_send(sq(_sq_done), completion_status::flushed);
+    }
+    for (; _rq_done != _rq_post; ++_rq_done) {
+        complete_receive(rq(_rq_done), completion_status::flushed, 0);
+    }
+    _sq_started = _tx_entry = _una_entry = _sq_post;
+    _timer_armed = _rnr_waiting = false;
+    _reads_head = _reads_tail;
+    _ack_pending = false;
+    _inbound = inbound::none;
+    _state = qp_state::error;   // a NAK already pending still goes out (transmit)
+}
+
+// ---- posting and completions ----------------------------------------------------------------------
+
+std::uint32_t rc_qp::send_room() const noexcept {
+    return _config.sq_size - (_sq_post - _sq_done) - _send_done.size();
+}
+
+std::uint32_t rc_qp::receive_room() const noexcept {
+    return _config.rq_size - (_rq_post - _rq_done) - _receive_done.size();
+}
+
+bool rc_qp::post_send(const send_request& r) noexcept {
+    if (_state == qp_state::reset || send_room() == 0) {
+        return false;
+    }
+    send_entry& e = sq(_sq_post);
+    e.wr = r;
+    e.first_psn = e.packets = 0;
+    e.local_error = completion_status::success;
+    // a request the NIC cannot run completes with a local QP operation error
+    if (r.sge_count > max_sge || (r.is_inline && (r.inline_bytes > max_inline || r.op == work_op::read))) {
+        e.local_error = completion_status::local_qp_operation;
+        e.bytes = 0;
+    } else {
+        e.bytes = r.length();
+        if (e.bytes > max_message) {
+            e.local_error = completion_status::local_length;
+        }
+    }
+    ++_sq_post;
+    if (_state == qp_state::error) {
+        complete_send(e, completion_status::flushed);
+        ++_sq_done;
+        _sq_started = _tx_entry = _una_entry = _sq_post;
+    }
+    return true;
+}
+
+bool rc_qp::post_receive(const receive_request& r) noexcept {
+    if (_state == qp_state::reset || receive_room() == 0) {
+        return false;
+    }
+    rq(_rq_post).wr = r;
+    ++_rq_post;
+    if (_state == qp_state::error) {
+        complete_receive(rq(_rq_done), completion_status::flushed, 0);
+        ++_rq_done;
+    }
+    return true;
+}
+
+bool rc_qp::take(completion_side side, completion& out) noexcept {
+    completion_ring& ring = side == completion_side::send ? _send_done : _receive_done;
+    if (ring.size() == 0) {
+        return false;
+    }
+    out = ring.slots[ring.head & (ring.slots.size() - 1)];
+    ++ring.head;
+    return true;
+}
+
+void rc_qp::complete_send(const send_entry& e, completion_status status) noexcept {
+    if (status == completion_status::success && !e.wr.signaled) {
+        return;
+    }
+    _send_done.push({completion_side::send, e.wr.index, status,
+                     status == completion_status::success ? static_cast<std::uint32_t>(e.bytes) : 0u, e.wr.op});
+}
+
+void rc_qp::complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes) noexcept {
+    _receive_done.push({completion_side::receive, e.wr.index, status, bytes, work_op::send});
+}
+
+// ---- local memory ----------------------------------------------------------------------------------
+
+mem_status rc_qp::gather(const send_request& r, std::uint64_t offset, std::span<std::byte> out) const noexcept {
+    if (r.is_inline) {
+        std::memcpy(out.data(), r.inline_data.data() + offset, out.size());
+        return mem_status::ok;
+    }
+    std::size_t done = 0;
+    for (std::size_t i = 0; i < r.sge_count && done < out.size(); ++i) {
+        const sge& s = r.sg[i];
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const std::size_t n = std::min<std::size_t>(s.length - offset, out.size() - done);
+        const mem_status st = _mem.read(s.key, _config.pd, s.va + offset, out.subspan(done, n), access_local_read);
+        if (st != mem_status::ok) {
+            return st;
+        }
+        done += n;
+        offset = 0;
+    }
+    return done == out.size() ? mem_status::ok : mem_status::out_of_bounds;
+}
+
+mem_status rc_qp::scatter(const std::array<sge, max_sge>& sg, std::uint8_t count, std::uint64_t offset,
+                          std::span<const std::byte> in) const noexcept {
+    std::size_t done = 0;
+    for (std::size_t i = 0; i < count && i < max_sge && done < in.size(); ++i) {
+        const sge& s = sg[i];
+        if (offset >= s.length) {
+            offset -= s.length;
+            continue;
+        }
+        const std::size_t n = std::min<std::size_t>(s.length - offset, in.size() - done);
+        const mem_status st = _mem.write(s.key, _config.pd, s.va + offset, in.subspan(done, n), access_local_write);
+        if (st != mem_status::ok) {
+            return st;
+        }
+        done += n;
+        offset = 0;
+    }
+    return done == in.size() ? mem_status::ok : mem_status::out_of_bounds;
+}
+
+// ---- the wire ------------------------------------------------------------------------------------------
+
+bool rc_qp::send_frame(const proto::transport& t, std::span<const std::byte> payload, clock::time_point now) noexcept {
+    frame* f = _port.allocate();
+    if (f == nullptr) {
+        return false;   // the switch is out of buffers: try again next poll
+    }
+    f->size = static_cast<std::uint32_t>(proto::encode(_route, t, payload, f->bytes));
+    _port.transmit(f, now);
+    ++_counters.packets_sent;
+    return true;
+}
+
+void rc_qp::on_frame(const proto::decoded& packet, clock::time_point now) noexcept {
+    ++_counters.packets_received;
+    if (_state != qp_state::rtr && _state != qp_state::rts) {
+        return;   // RESET and INIT drop what arrives; ERROR too
+    }
+    switch (packet.bth.op) {
+    case proto::opcode::read_response_first:
+    case proto::opcode::read_response_middle:
+    case proto::opcode::read_response_last:
+    case proto::opcode::read_response_only:
+    case proto::opcode::acknowledge:
+    case proto::opcode::atomic_acknowledge:
+        on_response(packet, now);
+        break;
+    default:
+        on_request(packet);
+        break;
+    }
+}
+
+bool rc_qp::transmit(clock::time_point now) noexcept {
+    bool did = false;
+    if (_state == qp_state::rtr || _state == qp_state::rts || (_state == qp_state::error && _nak_pending)) {
+        did = send_responses(now);
+    }
+    if (_state == qp_state::rts) {
+        did = requester_timers(now) || did;
+        if (_state == qp_state::rts) {
+            did = send_requests(now) || did;
+        }
+    }
+    return did;
+}
+
+}  // namespace rig::sim::roce

@@ -1,0 +1,248 @@
+#pragma once
+// One reliable-connected queue pair of the IB transport (spec vol. 1 ch. 9), carried as RoCEv2
+// frames over the model's wire. Family-neutral: it takes sim/roce/work.hpp requests and gives
+// sim/roce/work.hpp completions.
+//
+// IB spec vol. 1 9.7 (reliable service); Linux rxe (rxe_req.c, rxe_comp.c, rxe_resp.c) is the
+// software implementation whose choices this follows where the spec leaves room.
+// Requester: messages cut into MTU packets (FIRST/MIDDLE/LAST/ONLY), one PSN per packet and a
+// READ request spanning one PSN per response packet; AckReq on each message's last packet and
+// every 16th packet; acknowledgements are cumulative (an ACK, a NAK or a READ response
+// acknowledges every earlier PSN); go-back-N from the oldest unacknowledged PSN on a
+// PSN-sequence-error NAK, on a gap in READ responses and on the ack timer (4.096 us x
+// 2^timeout), retry_count times, then RETRY_EXCEEDED; RNR NAK: wait the timer the NAK names
+// and resend, without end when rnr_retry = 7.
+// Responder: PSN check against the expected PSN (a duplicate is ACKed again, a duplicate READ
+// is executed again; a PSN ahead gets one PSN-sequence-error NAK, then silence until the
+// expected PSN arrives), opcode sequence, lengths, R_Key checks over the whole RDMA range
+// before any byte moves, RNR NAK when no receive is posted, READ responses with AETH on
+// FIRST/LAST/ONLY, coalesced ACKs carrying the MSN.
+// Errors: a remote access, remote operational or invalid-request NAK fails the requester's
+// entry; the responder of an RC queue pair goes to error too for those; a send longer than
+// its receive completes the receive with local length error and NAKs invalid request. A
+// failed queue pair completes every pending entry of both rings `flushed`, in order, and
+// flushes later posts, until reset.
+//
+// Time comes from the caller (`now`), so tests run real time or tight timeouts. One thread
+// at a time uses a queue pair (the function's polling thread). The data path (post, take,
+// on_frame, transmit, timers) allocates nothing, throws nothing and logs nothing below warn.
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "abi/roce/packet.hpp"
+#include "sim/roce/memory.hpp"
+#include "sim/roce/wire.hpp"
+#include "sim/roce/work.hpp"
+
+namespace rig::sim::roce {
+
+enum class qp_state : std::uint8_t { reset, init, rtr, rts, error };
+std::string_view to_string(qp_state s) noexcept;
+
+struct qp_config {
+    std::uint32_t qpn = 0;  // 24 bits
+    std::uint32_t pd = 0;
+    mac_address mac{};
+    rig::roce::gid gid{};
+    std::uint16_t udp_sport = 0xc000;
+    std::uint32_t sq_size = 256;  // entries; powers of two
+    std::uint32_t rq_size = 256;
+};
+
+// INIT -> RTR: where the peer is and what this side expects of it.
+struct path {
+    std::uint32_t dest_qpn = 0;
+    mac_address dest_mac{};
+    rig::roce::gid dest_gid{};
+    std::uint32_t mtu = 1024;          // 256, 512, 1024, 2048 or 4096
+    std::uint32_t rq_psn = 0;          // the first PSN expected from the peer
+    std::uint8_t min_rnr_timer = 1;    // 5-bit RNR timer code (rnr_timer()), sent in RNR NAKs
+    std::uint8_t max_dest_rd_atomic = 16;  // READs the responder holds at once (1..32)
+};
+
+// RTR -> RTS: how this side sends.
+struct send_params {
+    std::uint32_t sq_psn = 0;          // the first PSN sent
+    std::uint8_t timeout = 14;         // ack timeout 4.096 us x 2^timeout; 0: none
+    std::uint8_t retry_count = 7;      // 0..7
+    std::uint8_t rnr_retry = 7;        // 0..7; 7: without end
+    std::uint8_t max_rd_atomic = 16;   // READs outstanding at once (1..32)
+    std::uint32_t max_inflight = 256;  // unacknowledged packets at most (the NIC's window)
+};
+
+// Ack timeout of the code (IB Local ACK Timeout): 4.096 us x 2^code; 0 means none (zero returned).
+std::chrono::nanoseconds ack_timeout(std::uint8_t code) noexcept;
+// RNR NAK timer of the 5-bit code (IB's RNR timer encoding): 0 = 655.36 ms, 1 = 0.01 ms ... 31 = 491.52 ms.
+std::chrono::nanoseconds rnr_timer(std::uint8_t code) noexcept;
+
+struct qp_counters {
+    std::uint64_t packets_sent = 0;
+    std::uint64_t packets_received = 0;
+    std::uint64_t retransmitted = 0;     // packets sent again after a go-back-N
+    std::uint64_t timeouts = 0;          // ack timer expiries
+    std::uint64_t rnr_naks_received = 0;
+    std::uint64_t rnr_naks_sent = 0;
+    std::uint64_t seq_naks_sent = 0;
+    std::uint64_t seq_naks_received = 0;
+    std::uint64_t duplicates_received = 0;
+    std::uint64_t out_of_sequence = 0;
+};
+
+class rc_qp {
+public:
+    // Misuse (sizes not powers of two or over 2^15, qpn over 24 bits) throws std::invalid_argument.
+    rc_qp(memory& mem, port& wire_port, const qp_config& config);
+    rc_qp(const rc_qp&) = delete;
+    rc_qp& operator=(const rc_qp&) = delete;
+
+    std::uint32_t qpn() const noexcept { return _config.qpn; }
+    qp_state state() const noexcept { return _state; }
+    const qp_counters& counters() const noexcept { return _counters; }
+
+    // ---- state transitions (control path). A transition from the wrong state, or a bad
+    // parameter (mtu, psn over 24 bits, codes out of range), throws std::invalid_argument and
+    // changes nothing.
+    // RESET -> INIT. `remote_rights`: which remote operations the responder takes at all
+    // (access_remote_read / access_remote_write: mlx5 qpc rre/rwe, IB qp_access_flags); a
+    // request the queue pair does not take gets an invalid-request NAK (as Linux rxe does).
+    void to_init(std::uint8_t remote_rights = access_remote_read | access_remote_write);
+    void to_rtr(const path& p);            // INIT -> RTR
+    void to_rts(const send_params& s);     // RTR -> RTS
+    void to_error() noexcept;              // any -> ERROR: everything pending completes flushed
+    void reset() noexcept;                 // any -> RESET: rings and completions emptied
+
+    // ---- posting (data path). false: the ring (entries + untaken completions) is full, nothing
+    // posted. Allowed in INIT, RTR (sends wait for RTS), RTS, and ERROR (completes flushed).
+    // A malformed request completes with local_qp_operation and fails the queue pair.
+    bool post_send(const send_request& r) noexcept;
+    bool post_receive(const receive_request& r) noexcept;
+    std::uint32_t send_room() const noexcept;
+    std::uint32_t receive_room() const noexcept;
+
+    // The oldest untaken completion of a side, in the order of that ring's entries.
+    bool take(completion_side side, completion& out) noexcept;
+
+    // ---- the engine's side (data path)
+    void on_frame(const rig::roce::decoded& packet, clock::time_point now) noexcept;
+    // Fires timers and sends what the window allows; true when it did something.
+    bool transmit(clock::time_point now) noexcept;
+
+private:
+    struct send_entry {
+        send_request wr;
+        completion_status local_error = completion_status::success;  // found at post or start
+        std::uint32_t first_psn = 0;
+        std::uint32_t packets = 0;
+        std::uint64_t bytes = 0;
+    };
+    struct receive_entry {
+        receive_request wr;
+    };
+    static constexpr int burst = 32;  // packets one transmit() sends at most, each direction
+    struct read_context {  // a READ the responder answers
+        std::uint32_t first_psn, psn, end_psn;  // end: one past the last response PSN
+        std::uint64_t va;
+        std::uint32_t rkey;
+        std::uint64_t bytes;
+    };
+    struct completion_ring {
+        std::vector<completion> slots;
+        std::uint32_t head = 0, tail = 0;  // free-running
+        std::uint32_t size() const noexcept { return tail - head; }
+        void push(const completion& c) noexcept;
+    };
+    enum class inbound : std::uint8_t { none, send, write };
+
+    // rc_qp.cpp
+    void enter_error() noexcept;
+    void complete_send(const send_entry& e, completion_status status) noexcept;
+    void complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes) noexcept;
+    send_entry& sq(std::uint32_t i) noexcept { return _sq[i & (_config.sq_size - 1)]; }
+    receive_entry& rq(std::uint32_t i) noexcept { return _rq[i & (_config.rq_size - 1)]; }
+    // gathers/scatters `bytes` at `offset` of a request's scatter list
+    mem_status gather(const send_request& r, std::uint64_t offset, std::span<std::byte> out) const noexcept;
+    mem_status scatter(const std::array<sge, max_sge>& sg, std::uint8_t count, std::uint64_t offset,
+                       std::span<const std::byte> in) const noexcept;
+    bool send_frame(const rig::roce::transport& t, std::span<const std::byte> payload, clock::time_point now) noexcept;
+
+    // rc_requester.cpp
+    void on_response(const rig::roce::decoded& packet, clock::time_point now) noexcept;
+    void acknowledge_before(std::uint32_t psn, clock::time_point now) noexcept;
+    void on_progress(clock::time_point now) noexcept;
+    void retire_completed() noexcept;
+    void go_back() noexcept;
+    std::uint32_t entry_of(std::uint32_t psn) noexcept;
+    bool start_next_entry() noexcept;
+    bool send_request_packet(clock::time_point now) noexcept;
+    bool send_requests(clock::time_point now) noexcept;
+    bool requester_timers(clock::time_point now) noexcept;
+    void fail_entry_at(std::uint32_t entry, completion_status status) noexcept;
+
+    // rc_responder.cpp
+    void on_request(const rig::roce::decoded& packet) noexcept;
+    void execute(const rig::roce::decoded& packet) noexcept;
+    void nak(rig::roce::nak_code code, std::uint32_t psn) noexcept;
+    void responder_fails(rig::roce::nak_code code, std::uint32_t psn, completion_status receive_status) noexcept;
+    bool push_read(std::uint32_t psn, std::uint64_t va, std::uint32_t rkey, std::uint32_t bytes) noexcept;
+    bool send_responses(clock::time_point now) noexcept;
+
+    memory& _mem;
+    port& _port;
+    const qp_config _config;
+    qp_state _state = qp_state::reset;
+    path _path{};
+    send_params _send{};
+    std::uint8_t _remote_rights = 0;
+    rig::roce::route _route{};
+    std::chrono::nanoseconds _ack_timeout{0};
+    qp_counters _counters;
+    std::vector<std::byte> _scratch;  // one packet's payload
+
+    // ---- send queue and requester (free-running entry counters, PSNs 24-bit)
+    std::vector<send_entry> _sq;
+    std::uint32_t _sq_post = 0;     // next slot posted
+    std::uint32_t _sq_done = 0;     // oldest entry without completion
+    std::uint32_t _sq_started = 0;  // next entry without PSNs
+    std::uint32_t _tx_entry = 0;    // entry being sent
+    std::uint32_t _tx_psn = 0;      // next PSN sent
+    std::uint32_t _next_psn = 0;    // first PSN of the next entry started
+    std::uint32_t _sent_end = 0;    // one past the highest PSN sent
+    std::uint32_t _una = 0;         // oldest PSN not acknowledged
+    std::uint32_t _una_entry = 0;   // the entry holding _una (== _sq_started when none)
+    std::uint32_t _reads_outstanding = 0;
+    std::uint8_t _retry_left = 0;
+    std::uint8_t _rnr_left = 0;
+    bool _timer_armed = false;
+    clock::time_point _deadline{};
+    bool _rnr_waiting = false;
+    clock::time_point _rnr_until{};
+    bool _gap_rewound = false;      // a go-back for the current _una already happened
+    completion_ring _send_done;
+
+    // ---- receive queue and responder
+    std::vector<receive_entry> _rq;
+    std::uint32_t _rq_post = 0;
+    std::uint32_t _rq_done = 0;     // oldest receive without completion
+    std::uint32_t _epsn = 0;        // expected PSN
+    std::uint32_t _msn = 0;         // messages completed (24 bits)
+    bool _nak_silent = false;       // a NAK went out; quiet until the expected PSN arrives
+    inbound _inbound = inbound::none;
+    std::uint64_t _in_offset = 0;   // bytes of the inbound message so far
+    std::uint64_t _in_va = 0;       // inbound WRITE: target
+    std::uint32_t _in_rkey = 0;
+    std::uint64_t _in_length = 0;   // inbound WRITE: RETH DMA length
+    std::array<read_context, 32> _reads{};
+    std::uint32_t _reads_head = 0, _reads_tail = 0;
+    bool _ack_pending = false;
+    bool _nak_pending = false;
+    std::uint8_t _nak_syndrome = 0;
+    std::uint32_t _nak_psn = 0;
+    completion_ring _receive_done;
+};
+
+}  // namespace rig::sim::roce

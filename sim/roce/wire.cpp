@@ -1,0 +1,315 @@
+#include "sim/roce/wire.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#include "sim/vfio_user/log.hpp"
+
+namespace rig::sim::roce {
+
+namespace {
+
+mac_address destination_of(const frame& f) noexcept {
+    mac_address m;
+    std::memcpy(m.data(), f.bytes.data(), m.size());
+    return m;
+}
+
+std::string mac_text(const mac_address& m) {
+    std::string s;
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        static constexpr char digits[] = "0123456789abcdef";
+        const auto b = static_cast<std::uint8_t>(m[i]);
+        if (i != 0) {
+            s += ':';
+        }
+        s += digits[b >> 4];
+        s += digits[b & 15];
+    }
+    return s;
+}
+
+}  // namespace
+
+// ---- port ---------------------------------------------------------------------------------------
+
+port::~port() {
+    _wire.detach(*this);
+    std::lock_guard g(_queue_lock);
+    while (_head != nullptr) {
+        frame* f = _head;
+        _head = f->next;
+        _wire.give(f);
+    }
+    _tail = nullptr;
+    _queued = 0;
+}
+
+frame* port::allocate() noexcept { return _wire.take(); }
+
+void port::transmit(frame* f, clock::time_point now) noexcept { _wire.forward(*this, f, now); }
+
+void port::release(frame* f) noexcept { _wire.give(f); }
+
+frame* port::receive(clock::time_point now) noexcept {
+    std::lock_guard g(_queue_lock);
+    frame* f = _head;
+    if (f == nullptr || f->due > now) {
+        return nullptr;
+    }
+    _head = f->next;
+    if (_head != nullptr) {
+        _head->prev = nullptr;
+    } else {
+        _tail = nullptr;
+    }
+    --_queued;
+    f->next = f->prev = nullptr;
+    return f;
+}
+
+std::size_t port::queued() const noexcept {
+    std::lock_guard g(_queue_lock);
+    return _queued;
+}
+
+// with _queue_lock held: insert keeping due order; equal due times keep their sending order
+void port::enqueue(frame* f) noexcept {
+    frame* after = _tail;
+    while (after != nullptr && after->due > f->due) {
+        after = after->prev;
+    }
+    f->prev = after;
+    f->next = after != nullptr ? after->next : _head;
+    if (f->next != nullptr) {
+        f->next->prev = f;
+    } else {
+        _tail = f;
+    }
+    if (after != nullptr) {
+        after->next = f;
+    } else {
+        _head = f;
+    }
+    ++_queued;
+}
+
+void port::set_faults(const faults& f) {
+    std::unique_lock g(_wire._config_lock);
+    _faults = f;
+}
+
+void port::set_link(bool up) {
+    std::unique_lock g(_wire._config_lock);
+    _link_up = up;
+}
+
+bool port::link_up() const noexcept {
+    std::shared_lock g(_wire._config_lock);
+    return _link_up;
+}
+
+// ---- wire ---------------------------------------------------------------------------------------
+
+wire::wire(std::size_t pool_frames, std::size_t port_queue_limit, std::uint64_t seed)
+    : _queue_limit(port_queue_limit), _pool_limit(pool_frames), _random(seed | 1) {
+    if (pool_frames == 0 || port_queue_limit == 0) {
+        throw std::invalid_argument("roce::wire: pool and port queues need room for one frame");
+    }
+    _chunks.reserve((pool_frames + chunk_frames - 1) / chunk_frames);   // growth never reallocates
+}
+
+wire::~wire() {
+    capture("");
+}
+
+std::unique_ptr<port> wire::attach(const mac_address& mac) {
+    if ((static_cast<std::uint8_t>(mac[0]) & 1) != 0) {
+        throw std::invalid_argument("roce::wire::attach: " + mac_text(mac) + " is a multicast address");
+    }
+    std::unique_lock g(_config_lock);
+    for (port* p : _ports) {
+        if (p->_mac == mac) {
+            throw std::invalid_argument("roce::wire::attach: " + mac_text(mac) + " is already attached");
+        }
+    }
+    std::unique_ptr<port> p(new port(*this, mac));
+    _ports.push_back(p.get());
+    return p;
+}
+
+void wire::detach(port& p) noexcept {
+    std::unique_lock g(_config_lock);
+    std::erase(_ports, &p);
+}
+
+void wire::set_faults(const faults& f) {
+    std::unique_lock g(_config_lock);
+    _faults = f;
+}
+
+bool wire::capture(const std::string& path) {
+    std::lock_guard g(_state_lock);
+    if (_capture != nullptr) {
+        std::fclose(_capture);
+        _capture = nullptr;
+    }
+    if (path.empty()) {
+        return true;
+    }
+    _capture = std::fopen(path.c_str(), "wb");
+    if (_capture == nullptr) {
+        log().warn("wire: cannot create capture file {}", path);
+        return false;
+    }
+    // pcap global header, host byte order as libpcap writes it: v2.4, snaplen 65535, Ethernet
+    const std::uint32_t header[6] = {0xa1b2c3d4u, 2u | 4u << 16, 0, 0, 65535, 1};
+    std::fwrite(header, sizeof header, 1, _capture);
+    return true;
+}
+
+wire_counters wire::counters() const {
+    std::lock_guard g(_state_lock);
+    return _counters;
+}
+
+std::size_t wire::free_frames() const {
+    std::lock_guard g(_pool_lock);
+    return _free_count + (_pool_limit - _frames_made);
+}
+
+frame* wire::take() noexcept {
+    std::lock_guard g(_pool_lock);
+    if (_free == nullptr && _frames_made < _pool_limit) {
+        // warm-up only: the pool grows by one chunk (the vector's room is reserved)
+        const std::size_t n = std::min(chunk_frames, _pool_limit - _frames_made);
+        try {
+            _chunks.push_back(std::make_unique_for_overwrite<frame[]>(n));
+        } catch (const std::bad_alloc&) {
+            return nullptr;
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            frame* x = &_chunks.back()[i];
+            x->next = _free;
+            _free = x;
+        }
+        _frames_made += n;
+        _free_count += n;
+    }
+    frame* f = _free;
+    if (f != nullptr) {
+        _free = f->next;
+        --_free_count;
+        f->next = f->prev = nullptr;
+        f->size = 0;
+    }
+    return f;
+}
+
+void wire::give(frame* f) noexcept {
+    std::lock_guard g(_pool_lock);
+    f->prev = nullptr;
+    f->next = _free;
+    _free = f;
+    ++_free_count;
+}
+
+// xorshift64*: [0, 1)
+double wire::uniform() noexcept {
+    _random ^= _random >> 12;
+    _random ^= _random << 25;
+    _random ^= _random >> 27;
+    return static_cast<double>((_random * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
+}
+
+void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
+    std::shared_lock config(_config_lock);
+    port* to = nullptr;
+    if (f->size >= 6) {
+        const mac_address dst = destination_of(*f);
+        for (port* p : _ports) {
+            if (p->_mac == dst) {
+                to = p;
+                break;
+            }
+        }
+    }
+    const faults* each[3] = {&_faults, &from._faults, to != nullptr ? &to->_faults : nullptr};
+    bool lost = !from._link_up || (to != nullptr && !to->_link_up);
+    bool twice = false;
+    std::chrono::nanoseconds delay{0}, delay_twin{0};
+    {
+        std::lock_guard g(_state_lock);
+        ++_counters.transmitted;
+        if (_capture != nullptr) {
+            const auto wall = std::chrono::system_clock::now().time_since_epoch();
+            const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall).count();
+            const std::uint32_t record[4] = {static_cast<std::uint32_t>(us / 1000000),
+                                             static_cast<std::uint32_t>(us % 1000000), f->size, f->size};
+            std::fwrite(record, sizeof record, 1, _capture);
+            std::fwrite(f->bytes.data(), 1, f->size, _capture);
+        }
+        if (to == nullptr) {
+            ++_counters.no_route;
+            lost = true;
+        }
+        for (const faults* x : each) {
+            if (x == nullptr || lost) {
+                continue;
+            }
+            if (x->drop > 0 && uniform() < x->drop) {
+                lost = true;
+            }
+            if (x->duplicate > 0 && uniform() < x->duplicate) {
+                twice = true;
+            }
+            delay += x->delay;
+            delay_twin += x->delay;
+            if (x->jitter.count() > 0) {
+                delay += std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(x->jitter.count())));
+                delay_twin += std::chrono::nanoseconds(static_cast<std::int64_t>(uniform() * static_cast<double>(x->jitter.count())));
+            }
+        }
+        if (lost && to != nullptr) {
+            ++_counters.dropped;
+        }
+    }
+    if (lost) {
+        give(f);
+        return;
+    }
+    frame* twin = nullptr;
+    if (twice) {
+        twin = take();
+        if (twin != nullptr) {
+            std::memcpy(twin->bytes.data(), f->bytes.data(), f->size);
+            twin->size = f->size;
+            twin->due = now + delay_twin;
+        }
+    }
+    f->due = now + delay;
+    std::size_t delivered = 0, overflow = twice && twin == nullptr ? 1 : 0;
+    {
+        std::lock_guard q(to->_queue_lock);
+        for (frame* x : {f, twin}) {
+            if (x == nullptr) {
+                continue;
+            }
+            if (to->_queued >= _queue_limit) {
+                give(x);
+                ++overflow;
+            } else {
+                to->enqueue(x);
+                ++delivered;
+            }
+        }
+    }
+    std::lock_guard g(_state_lock);
+    _counters.delivered += delivered;
+    _counters.overflow += overflow;
+    _counters.duplicated += twin != nullptr ? 1 : 0;
+}
+
+}  // namespace rig::sim::roce

@@ -1,0 +1,158 @@
+#pragma once
+// The model's in-process Ethernet switch. Each function model attaches a port under its MAC
+// address; a frame a port transmits goes to the port that owns the frame's destination MAC (a
+// learning-free switch with a static table; unknown destinations are dropped, as a switch
+// whose table lacks the address would flood them to nobody here). Each port has a receive
+// queue that its owner's thread drains.
+//
+// Frame buffers come from a pool: transmitting takes a buffer from the pool, the receiver gives
+// it back, so steady-state traffic allocates nothing. The pool grows in chunks of
+// `chunk_frames` as traffic first needs them, up to its limit, and never shrinks. A port
+// holds at most `port_queue_limit` frames; more are tail-dropped, as a switch port buffer
+// overflows. When the pool is empty `allocate` answers nullptr and the sender retries later.
+//
+// Faults, per switch and per port (a port's apply to frames from it and to it): drop and
+// duplicate probabilities, delay (fixed + uniform jitter; a frame is delivered once due, so
+// jitter reorders), and link down (frames from or to the port vanish). Optional pcap capture
+// of every frame as transmitted (before faults), real bytes and ICRC, for tshark.
+//
+// Thread-safe: any thread may transmit on any port; one thread at a time receives on a port.
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "abi/roce/packet.hpp"
+
+namespace rig::sim::roce {
+
+using clock = std::chrono::steady_clock;
+using mac_address = rig::roce::mac_address;
+
+// Ethernet + IPv6 + UDP + BTH + RETH + ImmDt + 4096 payload + ICRC fits (4194 bytes).
+inline constexpr std::size_t frame_capacity = 4224;
+
+struct frame {
+    frame* next = nullptr;
+    frame* prev = nullptr;
+    clock::time_point due{};
+    std::uint32_t size = 0;
+    alignas(64) std::array<std::byte, frame_capacity> bytes;
+    std::span<const std::byte> data() const noexcept { return {bytes.data(), size}; }
+};
+
+struct faults {
+    double drop = 0;       // probability a frame is lost
+    double duplicate = 0;  // probability a frame is delivered twice
+    std::chrono::nanoseconds delay{0};
+    std::chrono::nanoseconds jitter{0};  // extra delay, uniform in [0, jitter]
+};
+
+struct wire_counters {
+    std::uint64_t transmitted = 0;
+    std::uint64_t delivered = 0;   // put in a receive queue (duplicates included)
+    std::uint64_t dropped = 0;     // by fault injection or link down
+    std::uint64_t duplicated = 0;
+    std::uint64_t no_route = 0;    // destination MAC owned by no port
+    std::uint64_t overflow = 0;    // receive queue full, or no buffer for a duplicate
+};
+
+class wire;
+
+class port {
+public:
+    port(const port&) = delete;
+    port& operator=(const port&) = delete;
+    ~port();  // detaches; frames queued for it go back to the pool
+
+    const mac_address& mac() const noexcept { return _mac; }
+
+    // A free buffer, or nullptr when the pool is empty (try again after receiving).
+    frame* allocate() noexcept;
+    // Sends `f` (f->size bytes) and gives it up, whatever happens to it.
+    void transmit(frame* f, clock::time_point now) noexcept;
+    // The next frame due at `now`, or nullptr. The caller releases it.
+    frame* receive(clock::time_point now) noexcept;
+    void release(frame* f) noexcept;
+    // Frames in the receive queue, due or not.
+    std::size_t queued() const noexcept;
+
+    void set_faults(const faults& f);
+    void set_link(bool up);
+    bool link_up() const noexcept;
+
+private:
+    friend class wire;
+    port(wire& w, const mac_address& mac) : _wire(w), _mac(mac) {}
+    void enqueue(frame* f) noexcept;  // sorted by due time
+
+    wire& _wire;
+    const mac_address _mac;
+    mutable std::mutex _queue_lock;
+    frame* _head = nullptr;  // earliest due
+    frame* _tail = nullptr;
+    std::size_t _queued = 0;
+    // guarded by the wire's _config_lock
+    faults _faults;
+    bool _link_up = true;
+};
+
+class wire {
+public:
+    // Eight ports whose owners stopped draining them leave the others half the pool.
+    static constexpr std::size_t default_pool_frames = 16384;
+    static constexpr std::size_t chunk_frames = 256;
+    static constexpr std::size_t default_port_queue_limit = 1024;
+
+    explicit wire(std::size_t pool_frames = default_pool_frames, std::size_t port_queue_limit = default_port_queue_limit,
+                  std::uint64_t seed = 0x5eed);
+    wire(const wire&) = delete;
+    wire& operator=(const wire&) = delete;
+    ~wire();  // every port must be gone first
+
+    // A port under `mac`; misuse (a MAC already attached, multicast MAC) throws std::invalid_argument.
+    std::unique_ptr<port> attach(const mac_address& mac);
+
+    void set_faults(const faults& f);
+    // Starts capturing every transmitted frame into a pcap file (LINKTYPE_ETHERNET, µs stamps
+    // from the system clock). false when the file cannot be created. Empty path: stop.
+    bool capture(const std::string& path);
+
+    wire_counters counters() const;
+    // Frames a transmit can still take: free ones, and those the pool may still grow by.
+    std::size_t free_frames() const;
+
+private:
+    friend class port;
+    frame* take() noexcept;
+    void give(frame* f) noexcept;
+    void forward(port& from, frame* f, clock::time_point now) noexcept;
+    void detach(port& p) noexcept;
+    double uniform() noexcept;  // with _state_lock held
+
+    const std::size_t _queue_limit;
+    const std::size_t _pool_limit;
+    mutable std::mutex _pool_lock;
+    std::vector<std::unique_ptr<frame[]>> _chunks;
+    std::size_t _frames_made = 0;
+    frame* _free = nullptr;
+    std::size_t _free_count = 0;
+
+    mutable std::shared_mutex _config_lock;  // ports table and fault settings
+    std::vector<port*> _ports;
+    faults _faults;
+
+    mutable std::mutex _state_lock;  // random state, counters, capture file
+    std::uint64_t _random;
+    wire_counters _counters;
+    std::FILE* _capture = nullptr;
+};
+
+}  // namespace rig::sim::roce

@@ -1,0 +1,225 @@
+// sim/roce memory (registered regions over the DMA space) and wire (the in-process switch).
+#include <set>
+
+#include "test/model/roce_engine/fabric.hpp"
+
+using namespace rig::test::roce;
+namespace sr = rig::sim::roce;
+
+TEST_CASE("a region moves bytes only under its key, inside its bounds, with the right it grants") {
+    sr::wire w;
+    function f(w, 1, 1 << 20);
+    f.reg(0x100, 0x1000, 0x2000, sr::access_local_write | sr::access_remote_read);
+    fill_random(f.at(0x1000, 0x2000), 1);
+    std::array<std::byte, 64> buf{};
+
+    CHECK(f.mem.read(0x100, pd, function::va(0x1000) + 8, buf, sr::access_remote_read) == sr::mem_status::ok);
+    CHECK(std::memcmp(buf.data(), f.host + 0x1008, buf.size()) == 0);
+    CHECK(f.mem.read(0x101, pd, function::va(0x1000), buf, 0) == sr::mem_status::bad_key);
+    CHECK(f.mem.read(0x100, pd + 1, function::va(0x1000), buf, 0) == sr::mem_status::bad_key);   // other PD
+    CHECK(f.mem.read(0x100, pd, function::va(0x1000) - 1, buf, 0) == sr::mem_status::out_of_bounds);
+    CHECK(f.mem.read(0x100, pd, function::va(0x3000) - 63, buf, 0) == sr::mem_status::out_of_bounds);
+    CHECK(f.mem.read(0x100, pd, function::va(0x3000) - 64, buf, 0) == sr::mem_status::ok);
+    CHECK(f.mem.read(0x100, pd, ~0ull - 10, buf, 0) == sr::mem_status::out_of_bounds);
+    CHECK(f.mem.write(0x100, pd, function::va(0x1000), buf, sr::access_remote_write) == sr::mem_status::no_right);
+
+    // a refused write moves nothing
+    const auto before = checksum(f.at(0x1000, 0x2000));
+    std::array<std::byte, 128> ones;
+    ones.fill(std::byte{0xee});
+    CHECK(f.mem.write(0x100, pd, function::va(0x3000) - 64, ones, sr::access_local_write) == sr::mem_status::out_of_bounds);
+    CHECK(checksum(f.at(0x1000, 0x2000)) == before);
+
+    REQUIRE(f.mem.deregister(0x100));
+    CHECK_FALSE(f.mem.deregister(0x100));
+    CHECK(f.mem.read(0x100, pd, function::va(0x1000), buf, 0) == sr::mem_status::bad_key);
+}
+
+TEST_CASE("a page-list region translates each page on its own and faults outside the DMA windows") {
+    sr::wire w;
+    function f(w, 1, 1 << 20);
+    sr::region r;
+    r.key = 7;
+    r.pd = pd;
+    r.start = 0x10000 + 0x800;   // starts half way into its first page
+    r.length = 3 * 4096;
+    r.rights = sr::access_local_write;
+    r.page_shift = 12;
+    r.page_offset = 0x800;
+    // pages in reverse order in client memory; the fourth one lies outside every DMA window
+    r.pages = {iova_base + 0x9000, iova_base + 0x5000, iova_base + 0x2000, 0x1'0000'0000};
+    f.mem.register_region(r);
+    std::vector<std::byte> data(3 * 4096 - 0x800);
+    fill_random(data, 3);
+    REQUIRE(f.mem.write(7, pd, r.start, data, sr::access_local_write) == sr::mem_status::ok);
+    CHECK(std::memcmp(f.host + 0x9800, data.data(), 0x800) == 0);
+    CHECK(std::memcmp(f.host + 0x5000, data.data() + 0x800, 4096) == 0);
+    CHECK(std::memcmp(f.host + 0x2000, data.data() + 0x1800, 4096) == 0);
+    std::array<std::byte, 16> tail{};
+    CHECK(f.mem.write(7, pd, r.start + r.length - 16, tail, sr::access_local_write) == sr::mem_status::dma_fault);
+    CHECK(f.dma.fault_count() == 1);
+
+    r.key = 8;
+    r.pages.resize(2);
+    CHECK_THROWS_AS(f.mem.register_region(r), std::invalid_argument);   // pages do not cover it
+    r.key = 7;
+    r.pages.resize(4);
+    CHECK_THROWS_AS(f.mem.register_region(r), std::invalid_argument);   // key taken
+}
+
+namespace {
+
+sr::frame* frame_to(sr::port& from, const sr::mac_address& to, std::uint32_t tag) {
+    sr::frame* f = from.allocate();
+    REQUIRE(f != nullptr);
+    std::memcpy(f->bytes.data(), to.data(), 6);
+    std::memcpy(f->bytes.data() + 6, from.mac().data(), 6);
+    std::memcpy(f->bytes.data() + 12, &tag, 4);
+    f->size = 60;
+    return f;
+}
+
+std::uint32_t tag_of(const sr::frame* f) {
+    std::uint32_t t;
+    std::memcpy(&t, f->bytes.data() + 12, 4);
+    return t;
+}
+
+std::vector<std::uint32_t> drain(sr::port& p, clock::time_point now) {
+    std::vector<std::uint32_t> tags;
+    while (sr::frame* f = p.receive(now)) {
+        tags.push_back(tag_of(f));
+        p.release(f);
+    }
+    return tags;
+}
+
+}  // namespace
+
+TEST_CASE("the switch delivers a frame to the port owning its destination MAC, and drops unknown ones") {
+    sr::wire w(64, 16);
+    const sr::mac_address ma{std::byte{2}, {}, {}, {}, {}, std::byte{1}}, mb{std::byte{2}, {}, {}, {}, {}, std::byte{2}};
+    auto a = w.attach(ma);
+    auto b = w.attach(mb);
+    CHECK_THROWS_AS(w.attach(ma), std::invalid_argument);
+    const auto now = clock::now();
+    a->transmit(frame_to(*a, mb, 1), now);
+    a->transmit(frame_to(*a, ma, 2), now);   // to itself
+    a->transmit(frame_to(*a, {std::byte{2}, {}, {}, {}, {}, std::byte{9}}, 3), now);
+    CHECK(drain(*b, now) == std::vector<std::uint32_t>{1});
+    CHECK(drain(*a, now) == std::vector<std::uint32_t>{2});
+    CHECK(w.counters().no_route == 1);
+    CHECK(w.free_frames() == 64);
+
+    // a full receive queue tail-drops
+    for (std::uint32_t i = 0; i < 20; ++i) {
+        a->transmit(frame_to(*a, mb, i), now);
+    }
+    CHECK(b->queued() == 16);
+    CHECK(w.counters().overflow == 4);
+    CHECK(drain(*b, now).size() == 16);
+    CHECK(w.free_frames() == 64);
+}
+
+TEST_CASE("the switch holds a delayed frame until due, and jitter reorders") {
+    sr::wire w;
+    const sr::mac_address ma{std::byte{2}, {}, {}, {}, {}, std::byte{1}}, mb{std::byte{2}, {}, {}, {}, {}, std::byte{2}};
+    auto a = w.attach(ma);
+    auto b = w.attach(mb);
+    w.set_faults({0, 0, 100us, 0ns});
+    const auto t0 = clock::now();
+    a->transmit(frame_to(*a, mb, 1), t0);
+    CHECK(b->receive(t0 + 99us) == nullptr);
+    CHECK(drain(*b, t0 + 100us) == std::vector<std::uint32_t>{1});
+
+    w.set_faults({0, 0, 10us, 50us});
+    for (std::uint32_t i = 0; i < 200; ++i) {
+        a->transmit(frame_to(*a, mb, i), t0 + std::chrono::nanoseconds(i * 100));
+    }
+    const auto got = drain(*b, t0 + 1ms);
+    REQUIRE(got.size() == 200);
+    CHECK(std::set<std::uint32_t>(got.begin(), got.end()).size() == 200);
+    CHECK_FALSE(std::is_sorted(got.begin(), got.end()));
+}
+
+TEST_CASE("the switch drops and duplicates frames at the configured rates, and a link down loses all") {
+    sr::wire w;
+    const sr::mac_address ma{std::byte{2}, {}, {}, {}, {}, std::byte{1}}, mb{std::byte{2}, {}, {}, {}, {}, std::byte{2}};
+    auto a = w.attach(ma);
+    auto b = w.attach(mb);
+    b->set_faults({0.10, 0.05, 0ns, 0ns});
+    const auto now = clock::now();
+    std::size_t got = 0;
+    for (std::uint32_t i = 0; i < 10000; ++i) {
+        a->transmit(frame_to(*a, mb, i), now);
+        got += drain(*b, now).size();
+    }
+    const auto c = w.counters();
+    CHECK(c.dropped > 800);
+    CHECK(c.dropped < 1200);
+    CHECK(c.duplicated > 350);
+    CHECK(c.duplicated < 650);
+    CHECK(got == 10000 - c.dropped + c.duplicated);
+
+    b->set_faults({});
+    a->set_link(false);
+    a->transmit(frame_to(*a, mb, 1), now);
+    b->transmit(frame_to(*b, ma, 2), now);
+    CHECK(drain(*a, now).empty());
+    CHECK(drain(*b, now).empty());
+    a->set_link(true);
+    a->transmit(frame_to(*a, mb, 3), now);
+    CHECK(drain(*b, now) == std::vector<std::uint32_t>{3});
+    CHECK(w.free_frames() == sr::wire::default_pool_frames);
+}
+
+TEST_CASE("the engine drops silently a frame with a bad ICRC, for another GID, or for an unknown queue pair") {
+    sr::wire w;
+    function fa(w, 1, 1 << 20), fb(w, 2, 1 << 20);
+    fb.reg(1, 0, 1 << 20, sr::access_local_write);
+    auto& b = fb.make_qp(0x20);
+    link_options o;
+    connect_one(b, fb, b, fb, 1, o.a_psn, o);   // b takes PSN a_psn on; its peer does not matter here
+    REQUIRE(b.post_receive(receive(1, 1, function::va(0), 64)));
+    rig::roce::route route;
+    route.src_mac = fa.port->mac();
+    route.dst_mac = fb.port->mac();
+    route.src_gid = fa.gid;
+    route.dst_gid = fb.gid;
+    rig::roce::transport t;
+    t.op = rig::roce::opcode::send_only;
+    t.dest_qp = 0x20;
+    t.psn = o.a_psn;
+    std::array<std::byte, 16> payload;
+    payload.fill(std::byte{0x5a});
+    auto send = [&](const rig::roce::route& r, const rig::roce::transport& x, bool corrupt) {
+        sr::frame* f = fa.port->allocate();
+        REQUIRE(f != nullptr);
+        f->size = static_cast<std::uint32_t>(rig::roce::encode(r, x, payload, f->bytes));
+        if (corrupt) {
+            f->bytes[f->size - 10] ^= std::byte{1};   // a payload byte: only the ICRC notices
+        }
+        fa.port->transmit(f, clock::now());
+        fb.eng->poll(clock::now());
+    };
+    send(route, t, true);
+    auto other = route;
+    other.dst_gid[15] = std::byte{9};
+    send(other, t, false);
+    auto nobody = t;
+    nobody.dest_qp = 0x999;
+    send(route, nobody, false);
+    const auto c = fb.eng->counters();
+    CHECK(c.frames_received == 3);
+    CHECK(c.not_roce == 1);
+    CHECK(c.not_for_us == 1);
+    CHECK(c.no_qp == 1);
+    CHECK(b.counters().packets_received == 0);
+    CHECK(fb.host[0] == std::byte{0});
+    // the same frame, whole, lands
+    send(route, t, false);
+    const auto r = take_all(b, sr::completion_side::receive);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].byte_len == 16);
+    CHECK(fb.host[0] == std::byte{0x5a});
+}
