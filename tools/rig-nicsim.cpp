@@ -20,6 +20,7 @@
 
 #include "abi/mlx5/ifc/cmd.hpp"
 #include "sim/mlx5/function_model.hpp"
+#include "sim/roce/wire.hpp"
 #include "sim/vfio_user/server.hpp"
 
 namespace {
@@ -181,6 +182,8 @@ int main(int argc, char** argv) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+    // All functions on one in-process switch (their RoCE ports, by MAC); it outlives them.
+    rig::sim::roce::wire wire;
     std::vector<std::unique_ptr<model::function_model>> functions;
     std::vector<std::unique_ptr<rig::sim::vfio_user::server>> servers;
     for (unsigned k = 0; k < s.functions; ++k) {
@@ -199,6 +202,7 @@ int main(int argc, char** argv) {
             return 1;
         }
         functions.back()->attach(**srv);
+        functions.back()->attach_wire(wire);
         servers.push_back(std::move(*srv));
     }
     for (unsigned k = 0; k < s.functions; ++k) {

@@ -23,7 +23,7 @@ namespace rig::mlx5::ifc {
 
 struct layout_info {
     std::string_view c_name;                  // the kernel's struct/union mlx5_ifc_<c_name>_bits
-    std::span<const abi::named_field> fields;
+    std::span<const ::rig::abi::named_field> fields;
     std::uint32_t size_bits;
     std::string_view name;                    // ours: the same, but for mbox_in/mbox_out
     bool is_union = false;                    // a C union (its members overlap)
@@ -152,7 +152,7 @@ inline constexpr layout_info all_layouts[] = {
 struct flex_array {
     std::string_view c_name;
     std::string_view path;
-    abi::field first;  // element 0
+    ::rig::abi::field first;  // element 0
 };
 inline constexpr flex_array flex_arrays[] = {
     {"manage_pages_in", "pas", pas_entry<manage_pages_in>(0)},

@@ -1,6 +1,7 @@
 #include "firmware/mlx5/capabilities.hpp"
 
 #include <cstring>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -35,7 +36,8 @@ std::vector<std::byte> command(ifc::opcode op, std::uint16_t op_mod = 0) {
 
 }  // namespace
 
-result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, command_queue::clock::time_point by) {
+result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, command_queue::clock::time_point by,
+                                        bool checksums) {
     using QIn = ifc::query_hca_cap_in;
     using QOut = ifc::query_hca_cap_out;
     using SIn = ifc::set_hca_cap_in;
@@ -73,9 +75,18 @@ result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, c
                                                std::to_string(abi::get<cap::roce>(*cur)) + ")"));
     }
     // What rdma-core's set_hca_cap writes back (reference §1.1 step 12): checksums off, 4 KiB UAR
-    // pages, named mkeys and a link kept down only when the NIC offers them.
+    // pages, named mkeys and a link kept down only when the NIC offers them. Checksums on only
+    // when asked, and only on a NIC that offers them (MAX ENABLED, mlx5_ifc.h).
+    constexpr auto checksum_enabled = static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::enabled);
+    if (checksums && abi::get<cap::cmdif_checksum>(*max) != checksum_enabled) {
+        return std::unexpected(plain_error(error_kind::bad_output,
+                                           "command checksums asked for, but the NIC does not offer them "
+                                           "(MAX cmdif_checksum " +
+                                               std::to_string(abi::get<cap::cmdif_checksum>(*max)) + ")"));
+    }
     std::vector<std::byte> want = *cur;
-    abi::set<cap::cmdif_checksum>(want, 0);
+    abi::set<cap::cmdif_checksum>(
+        want, checksums ? checksum_enabled : static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::disabled));
     abi::set<cap::log_uar_page_sz>(want, 0);
     if (abi::get<cap::mkey_by_name>(*max) != 0) {
         abi::set<cap::mkey_by_name>(want, 1);
@@ -138,6 +149,7 @@ result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, c
     c.max_wqe_sz_rq = u16(g(cap::max_wqe_sz_rq));
     c.force_teardown = g(cap::force_teardown) != 0;
     c.fast_teardown = g(cap::fast_teardown) != 0;
+    c.cmdif_checksum = g(cap::cmdif_checksum) == checksum_enabled;
     c.roce_version = u8(r(rcap::roce_version));
     c.l3_type = u8(r(rcap::l3_type));
     c.r_roce_dest_udp_port = u16(r(rcap::r_roce_dest_udp_port));

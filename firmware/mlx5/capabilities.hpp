@@ -6,7 +6,9 @@
 // a port that is not Ethernet with RoCE, writes back with SET_HCA_CAP what rdma-core's
 // set_hca_cap writes (cmdif_checksum 0, log_uar_page_sz 0 for 4 KiB host pages, mkey_by_name
 // when MAX offers it, disable_link_up when asked and offered; RoCE sw_r_roce_src_udp_port when
-// offered), and decodes the CUR pages as the NIC then reports them.
+// offered), and decodes the CUR pages as the NIC then reports them. With `checksums` it writes
+// cmdif_checksum ENABLED instead (command signatures checked by the device, §2.5), and refuses
+// a NIC whose MAX does not offer it.
 #include <cstdint>
 
 #include "firmware/mlx5/command_queue.hpp"
@@ -30,6 +32,7 @@ struct hca_caps {
     std::uint8_t uar_sz = 0, log_bf_reg_size = 0;
     std::uint16_t max_wqe_sz_sq = 0, max_wqe_sz_rq = 0;
     bool force_teardown = false, fast_teardown = false;
+    bool cmdif_checksum = false;  // CUR cmdif_checksum ENABLED: command signatures are checked
     // RoCE caps (cap type 4)
     std::uint8_t roce_version = 0;  // bit mask: bit 2 RoCE v2
     std::uint8_t l3_type = 0;       // bit mask: bit 1 IPv4, bit 2 IPv6
@@ -39,6 +42,7 @@ struct hca_caps {
     std::uint16_t roce_address_table_size = 0;
 };
 
-result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, command_queue::clock::time_point by);
+result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, command_queue::clock::time_point by,
+                                        bool checksums = false);
 
 }  // namespace rig::firmware::mlx5

@@ -522,6 +522,20 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
 
     std::array<std::byte, cmdq::entry_bytes> done{};
     std::memcpy(done.data(), entry, done.size());
+    // Signatures first, as the kernel's cmd_comp_notifier (verify_signature before the delivery
+    // status): a spoiled entry's status byte cannot be trusted either. The output blocks are
+    // checked below, and only when the device says it delivered (on a delivery error it wrote
+    // none of them).
+    const bool verify = verifies_signatures();
+    if (verify && !cmdq::entry_signature_ok(done)) {
+        give_back();
+        std::array<std::byte, cmdq::entry_bytes> zeroed = done;
+        zeroed[cmdq::entry_signature_byte] = std::byte{0};
+        return fail(error_kind::bad_output,
+                    "completion entry signature " +
+                        abi::hex(std::to_integer<std::uint8_t>(done[cmdq::entry_signature_byte])) + ", expected " +
+                        abi::hex(cmdq::entry_signature(zeroed)));
+    }
     const auto delivery =
         static_cast<ifc::delivery_status>(abi::get<entry_layout::status>(std::span<const std::byte>(done)));
     if (delivery != ifc::delivery_status::ok) {
@@ -548,7 +562,20 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
     const auto out_inline = abi::bytes_of(std::span<const std::byte>(done), entry_layout::command_output_inline_data);
     std::memcpy(out.data(), out_inline.data(), cmdq::inline_bytes);
     for (std::size_t i = 0; i < nout; ++i) {
-        std::span<const std::byte> b((*blocks)[nin + i].data, cmdq::block_bytes);
+        std::span<const std::byte, cmdq::block_bytes> b((*blocks)[nin + i].data, cmdq::block_bytes);
+        if (verify && !cmdq::block_signature_ok(b)) {
+            give_back();
+            const auto byte_at = [&](std::size_t k) { return std::to_integer<std::uint8_t>(b[k]); };
+            const std::uint8_t ctrl = cmdq::block_ctrl_signature(b);
+            if (byte_at(cmdq::block_ctrl_signature_byte) != ctrl) {
+                return fail(error_kind::bad_output, "output mailbox " + std::to_string(i) + " control signature " +
+                                                        abi::hex(byte_at(cmdq::block_ctrl_signature_byte)) +
+                                                        ", expected " + abi::hex(ctrl));
+            }
+            return fail(error_kind::bad_output, "output mailbox " + std::to_string(i) + " signature " +
+                                                    abi::hex(byte_at(cmdq::block_signature_byte)) + ", expected " +
+                                                    abi::hex(cmdq::block_signature(b)));
+        }
         if (abi::get<box_layout::token>(b) != token) {
             give_back();
             return fail(error_kind::bad_output, "output mailbox " + std::to_string(i) + " carries token " +

@@ -121,6 +121,15 @@ public:
     std::uint64_t queue_iova() const noexcept { return _queue_iova; }
     std::uint16_t cmd_interface_rev() const noexcept { return _cmdif_rev; }
 
+    // ---- signatures (reference §2.5; kernel cmd.c verify_signature) ----
+    // Every command is submitted signed (entry, input and output blocks). With verification on,
+    // a completion is accepted only when its entry and each of its output blocks carry good
+    // signatures (XOR of the entry = 0xff; of block bytes 0x200..0x23e and of all 576 = 0xff);
+    // else bad_output naming the block. Off by default, as the kernel and rdma-core leave
+    // cmd_hca_cap.cmdif_checksum; hca's bring-up turns it on when CUR says ENABLED.
+    void verify_signatures(bool on) noexcept { _verify_signatures.store(on, std::memory_order_release); }
+    bool verifies_signatures() const noexcept { return _verify_signatures.load(std::memory_order_acquire); }
+
 private:
     struct block {
         std::byte* data;
@@ -148,6 +157,7 @@ private:
     std::atomic<bool> _events{false};
     std::thread::id _event_thread;   // its commands poll (use_events)
     std::atomic<bool> _failed{false};
+    std::atomic<bool> _verify_signatures{false};
     std::optional<error> _failure;
     std::vector<bool> _slot_busy;
     std::vector<bool> _slot_done;    // event mode: the CMD event named the slot

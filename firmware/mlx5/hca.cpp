@@ -293,11 +293,14 @@ result<void> hca::host_endianness(clock::time_point by) {
 }
 
 result<void> hca::capabilities(clock::time_point by) {
-    auto c = negotiate_capabilities(*_queue, _options.init_link_down, by);
+    auto c = negotiate_capabilities(*_queue, _options.init_link_down, by, _options.checksums);
     if (!c) {
         return std::unexpected(std::move(c.error()));
     }
     _caps = *c;
+    // The device checks and makes signatures from SET_HCA_CAP on: check its completions too,
+    // as the kernel does whenever checksum_disabled is clear (cmd.c verify_signature).
+    _queue->verify_signatures(_caps.cmdif_checksum);
     return {};
 }
 

@@ -16,7 +16,8 @@
 //   BOOT_PAGES         QUERY_PAGES(boot) + MANAGE_PAGES GIVE
 //   HOST_ENDIANNESS    ACCESS_REG write HOST_ENDIANNESS (little-endian host: 0x00)
 //   CAPABILITIES       QUERY_HCA_CAP general and RoCE (MAX, CUR); the port must be Ethernet
-//                      with RoCE; SET_HCA_CAP as rdma-core: cmdif_checksum 0, log_uar_page_sz 0,
+//                      with RoCE; SET_HCA_CAP as rdma-core: cmdif_checksum 0 (ENABLED with
+//                      options.checksums: signatures checked from then on), log_uar_page_sz 0,
 //                      mkey_by_name when offered, disable_link_up on request; RoCE
 //                      sw_r_roce_src_udp_port when offered
 //   INIT_PAGES         QUERY_PAGES(init) + MANAGE_PAGES GIVE
@@ -114,6 +115,10 @@ struct hca_options {
     events_options events;  // events.stranded is set to the hca's own registry
     bool use_events = true;     // EVENT_QUEUE step; false: polling only, no page requests
     bool init_link_down = false;  // SET_HCA_CAP disable_link_up (when the NIC offers it)
+    // SET_HCA_CAP cmdif_checksum ENABLED (the NIC must offer it), then the command queue checks
+    // the signatures of every completion (command_queue::verify_signatures). Off as in rdma-core
+    // and the kernel.
+    bool checksums = false;
     command_sink trace;         // the command trace from the first command on (empty: off)
     // Events beyond page requests, forwarded from the event thread (may be empty).
     std::function<void(std::uint8_t port, bool up)> port_change;

@@ -92,7 +92,10 @@ page firmware::general_max() const {
     abi::set<cap::cache_line_128byte>(b, 1);
     abi::set<cap::max_num_eqs>(b, std::min<std::uint32_t>(objects, 0xffff));
     abi::set<cap::device_frequency_khz>(b, 1'000'000);
-    // cmdif_checksum, uar_4k, mkey_by_name, fast_teardown: 0 (the model does none of them)
+    // Command signatures: the engine can check and make them (cmdq.cpp); CUR starts disabled
+    // (reset_caps), as the kernel and rdma-core leave it (reference §2.5).
+    abi::set<cap::cmdif_checksum>(b, static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::enabled));
+    // uar_4k, mkey_by_name, fast_teardown: 0 (the model does none of them)
     return p;
 }
 
@@ -116,6 +119,7 @@ void firmware::reset_caps() {
     const std::span<std::byte> g(_general_cur);
     abi::set<cap::disable_link_up>(g, 0);
     abi::set<cap::cache_line_128byte>(g, 0);
+    abi::set<cap::cmdif_checksum>(g, static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::disabled));
     _roce_cur = roce_max();
     abi::set<rcap::sw_r_roce_src_udp_port>(std::span<std::byte>(_roce_cur), 0);
     _roce_en = false;
@@ -202,6 +206,18 @@ void firmware::set_hca_cap(call& c) {
             return;
         }
         abi::set(std::span<std::byte>(rest), f, abi::get(std::span<const std::byte>(*cur), f));
+    }
+    // cmdif_checksum is a mode, not a limit: a driver turns signatures off or on; INITIAL_STATE
+    // (1) is the device's own state and 2 names nothing (mlx5_ifc.h CMDIF_CHECKSUM_*).
+    if (settable.data() == general_settable) {
+        const auto mode =
+            static_cast<ifc::cmdif_checksum_mode>(abi::get<cap::cmdif_checksum>(std::span<const std::byte>(want)));
+        if (mode != ifc::cmdif_checksum_mode::disabled && mode != ifc::cmdif_checksum_mode::enabled) {
+            log().info("mlx5: SET_HCA_CAP asks for cmdif_checksum {}, neither disabled nor enabled",
+                       static_cast<unsigned>(mode));
+            c.fail(cmd_status::bad_param_err, failure::not_settable);
+            return;
+        }
     }
     if (rest != *cur) {
         const auto at = std::mismatch(rest.begin(), rest.end(), cur->begin()).first - rest.begin();

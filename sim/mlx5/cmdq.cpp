@@ -3,14 +3,23 @@
 // runs them. For entry `slot`: read it from client memory, check it, gather the input (16 inline
 // bytes, then the input mailbox chain), check the output chain, run the command, scatter the
 // output, and hand the entry back: delivery status in status_own bits 7:1, ownership 0, that
-// byte written last. Then one CMD EQE names every slot handed back in the pass (§4.7). The entry
-// signature is computed and written (XOR of the 64 bytes = 0xff); the signatures of the entry
-// and of the blocks the driver wrote are not checked (cmd_hca_cap.cmdif_checksum off, §2.5), and
-// output blocks are not signed.
+// byte written last. Then one CMD EQE names every slot handed back in the pass (§4.7).
+//
+// Signatures (§2.5; kernel cmd.c set_signature, calc_block_sig, verify_signature,
+// verify_block_sig): the entry handed back is always signed (XOR of its 64 bytes = 0xff), as the
+// kernel signs every entry it submits. While CUR cmd_hca_cap.cmdif_checksum is ENABLED (set by
+// SET_HCA_CAP; MAX offers it, a reset turns it off) the engine also applies the kernel's verify
+// rules to what the driver wrote - the entry, and each input block's ctrl_sig (bytes
+// 0x200..0x23e) and sig (all 576) - and refuses a bad one with delivery status SIGNAT_ERR
+// without running the command; and it signs every output block it writes (ctrl_sig, then sig).
+// Output blocks are not checked: their data is the device's to write.
 #include <algorithm>
 #include <bit>
+#include <string>
 
 #include "abi/mlx5/ifc/eqe.hpp"
+#include "abi/mlx5/ifc/hca.hpp"
+#include "abi/mlx5/ifc/hca_cap.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/log.hpp"
 
@@ -31,11 +40,12 @@ struct chain_errors {
 constexpr chain_errors input_errors{delivery_status::in_ptr_align_err, delivery_status::in_length_err};
 constexpr chain_errors output_errors{delivery_status::out_ptr_align_err, delivery_status::out_length_err};
 
-// Walks `blocks` mailbox blocks from `ptr`: each present, 1 KiB aligned, readable, numbered in
-// order and carrying the entry's token. Records each block's address; appends the data of the
-// first `data_bytes` bytes to *data when given.
+// Walks `blocks` mailbox blocks from `ptr`: each present, 1 KiB aligned, readable, signed when
+// `signed_blocks` (ctrl_sig and sig, kernel verify_block_sig), numbered in order and carrying
+// the entry's token. Records each block's address; appends the data of the first `data_bytes`
+// bytes to *data when given.
 delivery_status walk_chain(vfio_user::dma_space& dma, std::uint64_t ptr, std::size_t blocks, std::uint8_t token,
-                           chain_errors errors, std::vector<std::uint64_t>& addresses,
+                           chain_errors errors, bool signed_blocks, std::vector<std::uint64_t>& addresses,
                            std::vector<std::byte>* data, std::size_t data_bytes) {
     std::array<std::byte, cmdq::block_bytes> b;
     for (std::size_t i = 0; i < blocks; ++i) {
@@ -47,6 +57,13 @@ delivery_status walk_chain(vfio_user::dma_space& dma, std::uint64_t ptr, std::si
         }
         if (!dma.read(ptr, b)) {
             return delivery_status::fw_err;  // outside the driver's mappings: dma_space reports it
+        }
+        if (signed_blocks && !cmdq::block_signature_ok(b)) {
+            // before its control fields: a block that fails its signature says nothing reliable
+            log().info("mlx5: mailbox block {} at IOVA {:#x} fails its signature (ctrl_sig {:#x}, sig {:#x})", i,
+                       ptr, std::to_integer<unsigned>(b[cmdq::block_ctrl_signature_byte]),
+                       std::to_integer<unsigned>(b[cmdq::block_signature_byte]));
+            return delivery_status::signat_err;
         }
         if (abi::get<box::block_number>(b) != i) {
             return delivery_status::bad_blk_num_err;
@@ -70,7 +87,21 @@ delivery_status walk_chain(vfio_user::dma_space& dma, std::uint64_t ptr, std::si
 constexpr std::chrono::microseconds min_backoff{20};
 constexpr std::chrono::microseconds max_backoff{1000};
 
+// CUR cmdif_checksum ENABLED: signatures are checked on input and made on output (§2.5).
+bool checksums_on(const firmware& fw) {
+    return abi::get<ifc::cmd_hca_cap::cmdif_checksum>(fw.general_caps()) ==
+           static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::enabled);
+}
+
+constexpr std::byte corruption{0x5a};  // what corrupt_next_output_signature XORs into a signature
+
 }  // namespace
+
+void function_model::corrupt_next_output_signature(unsigned block) {
+    std::lock_guard g(_lock);
+    _corrupt_output = block;
+    _corrupt_armed_at = _resets;
+}
 
 // On the server's thread, inside the client's doorbell write: take the slots, wake the thread.
 void function_model::ring(std::uint32_t vector) {
@@ -227,7 +258,8 @@ completion function_model::run_slot(unsigned slot) {
     }
 
     // Hands the entry back: out inline bytes (when given), signature, then status_own last.
-    const auto finish = [&](delivery_status ds, std::span<const std::byte> out16) -> completion {
+    const auto finish = [&](delivery_status ds, std::span<const std::byte> out16,
+                            bool corrupt_signature = false) -> completion {
         if (!out16.empty()) {
             abi::set_bytes(e, entry::command_output_inline_data, out16);
         }
@@ -235,6 +267,9 @@ completion function_model::run_slot(unsigned slot) {
         abi::set<entry::ownership>(e, cmdq::owner_sw);
         e[cmdq::entry_signature_byte] = std::byte{0};
         cmdq::sign_entry(e);
+        if (corrupt_signature) {
+            e[cmdq::entry_signature_byte] ^= corruption;
+        }
         const std::size_t from = entry::command_output_inline_data.byte_offset();
         const std::size_t own = entry::ownership.byte_offset();
         if (!dma.write(at + from, std::span(e).subspan(from, own - from)) ||
@@ -249,6 +284,14 @@ completion function_model::run_slot(unsigned slot) {
         return {true, ds};
     };
 
+    // With checksums on, the entry as the driver wrote it (ownership 1) must XOR to 0xff
+    // (kernel set_signature signs it so); checked first, as nothing in it can be trusted else.
+    const bool checked = checksums_on(_fw);
+    if (checked && !cmdq::entry_signature_ok(e)) {
+        log().info("mlx5: command entry {} fails its signature ({:#x})", slot,
+                   std::to_integer<unsigned>(e[cmdq::entry_signature_byte]));
+        return finish(delivery_status::signat_err, {});
+    }
     if (abi::get<entry::type>(e) != cmdq::pcie_cmd_if_transport) {
         return finish(delivery_status::cmd_descr_err, {});
     }
@@ -263,14 +306,14 @@ completion function_model::run_slot(unsigned slot) {
     std::vector<std::uint64_t> in_blocks;
     const std::size_t in_rest = inlen > cmdq::inline_bytes ? inlen - cmdq::inline_bytes : 0;
     delivery_status ds = walk_chain(dma, abi::get(e, cmdq::input_mailbox_pointer), cmdq::blocks_for_length(inlen),
-                                    token, input_errors, in_blocks, &in, in_rest);
+                                    token, input_errors, checked, in_blocks, &in, in_rest);
     if (ds != delivery_status::ok) {
         return finish(ds, {});
     }
     // the output chain must be whole before the command runs
     std::vector<std::uint64_t> out_blocks;
     ds = walk_chain(dma, abi::get(e, cmdq::output_mailbox_pointer), cmdq::blocks_for_length(outlen), token,
-                    output_errors, out_blocks, nullptr, 0);
+                    output_errors, false, out_blocks, nullptr, 0);
     if (ds != delivery_status::ok) {
         return finish(ds, {});
     }
@@ -291,14 +334,48 @@ completion function_model::run_slot(unsigned slot) {
         out = _fw.execute(in, inlen, outlen, &dma);
     }
 
+    // The test hook: which signature of this completion to spoil, if it has that one.
+    std::optional<unsigned> corrupt;
+    if (_corrupt_output && _corrupt_armed_at != _resets) {
+        _corrupt_output.reset();  // a reset since it was armed disarms it
+    }
+    if (_corrupt_output &&
+        (*_corrupt_output == output_entry || *_corrupt_output < out_blocks.size())) {
+        corrupt = _corrupt_output;
+        _corrupt_output.reset();
+        log().info("mlx5: command {:#x}: the {} signature is corrupted on purpose", opcode,
+                   *corrupt == output_entry ? std::string("entry") : "output block " + std::to_string(*corrupt));
+    }
+    // Signed output blocks (the command may just have turned checksums on or off): the block
+    // is read back for its control part (next, block number, token), its data replaced, then
+    // signed and written whole. Unsigned: only the data is written.
+    const bool sign = checksums_on(_fw);
     for (std::size_t i = 0; i < out_blocks.size(); ++i) {
         const std::size_t from = cmdq::inline_bytes + i * cmdq::block_data_bytes;
         const std::size_t n = std::min(cmdq::block_data_bytes, outlen - from);
-        if (!dma.write(out_blocks[i], std::span(out).subspan(from, n))) {
+        const bool spoil = corrupt && *corrupt == i;
+        if (!sign && !spoil) {
+            if (!dma.write(out_blocks[i], std::span(out).subspan(from, n))) {
+                return finish(delivery_status::fw_err, {});
+            }
+            continue;
+        }
+        std::array<std::byte, cmdq::block_bytes> b;
+        if (!dma.read(out_blocks[i], b)) {
+            return finish(delivery_status::fw_err, {});
+        }
+        std::copy_n(out.begin() + static_cast<std::ptrdiff_t>(from), n, b.begin());
+        if (sign) {
+            cmdq::sign_block(b);
+        }
+        if (spoil) {
+            b[cmdq::block_signature_byte] ^= corruption;
+        }
+        if (!dma.write(out_blocks[i], b)) {
             return finish(delivery_status::fw_err, {});
         }
     }
-    return finish(delivery_status::ok, std::span(out).first(cmdq::inline_bytes));
+    return finish(delivery_status::ok, std::span(out).first(cmdq::inline_bytes), corrupt && *corrupt == output_entry);
 }
 
 }  // namespace rig::sim::mlx5

@@ -99,7 +99,6 @@ std::vector<std::byte> firmware::execute(std::span<const std::byte> in, std::siz
     case op::modify_nic_vport_context: modify_nic_vport_context(c); break;
     case op::set_roce_address: set_roce_address(c); break;
     case op::query_roce_address: query_roce_address(c); break;
-    // ---- event queues (events.cpp) ----
     // ---- resource objects: UAR, PD, MKEY, CQ, QP (objects.cpp, qp.cpp) ----
     case op::alloc_uar: alloc_uar(c); break;
     case op::dealloc_uar: dealloc_uar(c); break;

@@ -216,7 +216,6 @@ private:
     bool _link_up = true;
     std::vector<roce_addr> _gids;       // gid_table_size entries
     std::vector<bool> _gid_valid;
-    // ---- event queues (events.cpp) ----
     // ---- resource objects: UAR, PD, MKEY, CQ, QP (objects.cpp, qp.cpp) ----
     void alloc_uar(call& c);
     void dealloc_uar(call& c);

@@ -48,6 +48,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -61,7 +62,13 @@
 #include "sim/vfio_user/device.hpp"
 #include "sim/vfio_user/server.hpp"
 
+namespace rig::sim::roce {
+class wire;
+}
+
 namespace rig::sim::mlx5 {
+
+class datapath;  // sim/mlx5/datapath.hpp
 
 inline constexpr std::uint16_t mellanox_vendor_id = 0x15b3;
 inline constexpr std::uint16_t connectx6dx_device_id = 0x101d;
@@ -131,6 +138,11 @@ public:
     // The server whose DMA space and interrupts the model uses (before the server starts; the
     // server must outlive every later call that posts an event).
     void attach(vfio_user::server& s);
+    // Joins `w` under the function's MAC and starts the data path (datapath.hpp): doorbells,
+    // work entries and completions of its RC queue pairs. Once; `w` must outlive the function.
+    // Misuse (a second call, the MAC already on the wire) throws std::invalid_argument.
+    void attach_wire(roce::wire& w);
+    const datapath* data_path() const noexcept { return _datapath.get(); }
 
     vfio_user::region_desc region(unsigned index) override;
     std::uint32_t irq_count(vfio_user::irq kind) override;
@@ -170,6 +182,12 @@ public:
     // The function is gone: config space and BAR0 read all ones, writes are dropped, nothing
     // completes, no interrupt. A reset brings it back.
     void die();
+    // Test hook for the driver's signature checks (cmdq.cpp): the next command handed back with
+    // a delivery status OK and output block `block` (output_entry: the entry itself) gets that
+    // block's (the entry's) signature byte flipped after signing. Checksums on or off. A reset
+    // disarms it.
+    static constexpr unsigned output_entry = ~0u;
+    void corrupt_next_output_signature(unsigned block = output_entry);
 
     // ---- inspection ----
     hca_state state() const;
@@ -261,6 +279,12 @@ private:
         std::uint32_t syndrome;
     };
     std::vector<injected_failure> _fail_next;
+    std::optional<unsigned> _corrupt_output;  // corrupt_next_output_signature's block
+    std::uint64_t _corrupt_armed_at = 0;       // _resets when it was armed
+
+    friend class datapath;
+    std::uint64_t _resets = 0;  // function resets so far: the data path drops what it followed
+    std::unique_ptr<datapath> _datapath;  // after attach_wire; stopped before the rest goes
 
     std::thread _thread;  // last: started once everything above exists
 };

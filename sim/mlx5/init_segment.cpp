@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "sim/mlx5/datapath.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/log.hpp"
 
@@ -120,6 +121,7 @@ function_model::function_model(function_options options)
 }
 
 function_model::~function_model() {
+    _datapath.reset();  // its thread takes _lock: it stops first
     {
         std::lock_guard g(_lock);
         _stop = true;
@@ -305,6 +307,7 @@ void function_model::disconnected() {
 
 void function_model::reset_locked() {
     _fw = firmware(_options.firmware);
+    ++_resets;  // the data path drops the objects it followed
     _iseg.fill(std::byte{0});
     abi::set<iseg::fw_rev_major>(_iseg, _options.fw_rev_major);
     abi::set<iseg::fw_rev_minor>(_iseg, _options.fw_rev_minor);

@@ -33,12 +33,12 @@ RIG_MLX5_LAYOUT(mbox_out, 0x80, RIG_MLX5_MBOX_OUT)
 // excludes them, exactly as MLX5_ST_SZ_BYTES does; a command with n entries is
 // size_bytes + n * element bytes long. `start` is where the array begins (abi/mlx5/ifc.hpp
 // lists each one, pinned to the kernel header by the tests).
-constexpr abi::field flex_entry(std::uint32_t start, std::uint32_t element_bits, std::size_t i) noexcept {
+constexpr ::rig::abi::field flex_entry(std::uint32_t start, std::uint32_t element_bits, std::size_t i) noexcept {
     return {static_cast<std::uint32_t>(start + element_bits * i), element_bits};
 }
 // The i-th 64-bit physical address entry (PAS, MTT) of a layout whose array starts at its end.
 template <class L>
-constexpr abi::field pas_entry(std::size_t i) noexcept {
+constexpr ::rig::abi::field pas_entry(std::size_t i) noexcept {
     return flex_entry(L::size_bits, 64, i);
 }
 // The length in bytes of a command whose fixed part is L, followed by n 64-bit entries.

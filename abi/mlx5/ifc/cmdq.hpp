@@ -49,9 +49,9 @@ RIG_MLX5_LAYOUT(cmd_if_box, 0x1200, RIG_MLX5_CMD_IF_BOX)
 // The pointers as the kernel writes them: one big-endian 64-bit word whose low bits are zero
 // (device.h in_ptr/out_ptr/next). They cover the _63_32 and _31_9 (_31_10) fields above.
 namespace cmdq {
-inline constexpr abi::field input_mailbox_pointer{0x40, 64};
-inline constexpr abi::field output_mailbox_pointer{0x180, 64};
-inline constexpr abi::field next_pointer{0x1180, 64};
+inline constexpr ::rig::abi::field input_mailbox_pointer{0x40, 64};
+inline constexpr ::rig::abi::field output_mailbox_pointer{0x180, 64};
+inline constexpr ::rig::abi::field next_pointer{0x1180, 64};
 
 inline constexpr std::uint8_t pcie_cmd_if_transport = 0x7;  // cmd_queue_entry.type
 inline constexpr std::uint8_t owner_hw = 1;                 // ownership: the device owns it

@@ -66,7 +66,7 @@ RIG_MLX5_LAYOUT(event_auto, 0xe0, RIG_MLX5_EVENT_AUTO)
     F(owner,          0x1ff, 0x1)
 RIG_MLX5_LAYOUT(eqe, 0x200, RIG_MLX5_EQE)
 
-inline constexpr abi::nested<pages_req_event> eqe_page_request{eqe::event_data.off};
+inline constexpr ::rig::abi::nested<pages_req_event> eqe_page_request{eqe::event_data.off};
 
 // ---- event types (eqe.event_type; kernel device.h MLX5_EVENT_TYPE_*, reference §4.7) --------
 // DROPPED_PACKET_LOGGED (0x1f) is named only by mlx5_ifc.h (MLX5_EVENT_TYPE_CODING_...).

@@ -190,6 +190,10 @@ constexpr std::uint16_t set_hca_cap_op_mod(cap_type t) noexcept {
     return static_cast<std::uint16_t>(static_cast<std::uint16_t>(t) << 1);
 }
 enum class port_type : std::uint8_t { ib = 0x0, ethernet = 0x1 };  // MLX5_CMD_HCA_CAP_PORT_TYPE_*
+// cmd_hca_cap.cmdif_checksum (MLX5_CMD_HCA_CAP_CMDIF_CHECKSUM_*): MAX says what the device can
+// do, CUR what it does. `enabled` = command-entry and mailbox signatures are checked and made
+// by the device (kernel cmd.c verify_signature / calc_chain_sig, reference §2.5).
+enum class cmdif_checksum_mode : std::uint8_t { disabled = 0x0, initial_state = 0x1, enabled = 0x3 };
 
 // NOP (0x80d): exercises the command path.
 #define RIG_MLX5_NOP_IN(F, S)  \

@@ -70,7 +70,7 @@ enum class nic_interface : std::uint8_t {
     invalid = 0x3,  // kernel health.c MLX5_NIC_IFC_INVALID (not in mlx5_ifc.h)
     sw_reset = 0x7,
 };
-inline constexpr abi::field nic_interface_state{0xb5, 3};
+inline constexpr ::rig::abi::field nic_interface_state{0xb5, 3};
 
 // mlx5_ifc.h MLX5_INITIAL_SEG_HEALTH_SYNDROME_*: health_buffer.synd.
 #define RIG_MLX5_HEALTH_SYNDROMES(X)                                        \
@@ -126,16 +126,16 @@ struct state {
 inline state decode(std::span<const std::byte> bar0) {
     using L = initial_seg;
     return state{
-        .fw_rev_major = static_cast<std::uint16_t>(abi::get(bar0, L::fw_rev_major)),
-        .fw_rev_minor = static_cast<std::uint16_t>(abi::get(bar0, L::fw_rev_minor)),
-        .fw_rev_subminor = static_cast<std::uint16_t>(abi::get(bar0, L::fw_rev_subminor)),
-        .cmd_interface_rev = static_cast<std::uint16_t>(abi::get(bar0, L::cmd_interface_rev)),
-        .log_cmdq_size = static_cast<std::uint8_t>(abi::get(bar0, L::log_cmdq_size)),
-        .log_cmdq_stride = static_cast<std::uint8_t>(abi::get(bar0, L::log_cmdq_stride)),
-        .nic_interface = static_cast<std::uint8_t>(abi::get(bar0, nic_interface_state)),
-        .initializing = abi::get(bar0, L::initializing) != 0,
-        .health_syndrome = static_cast<std::uint8_t>(abi::get(bar0, L::health_syndrome)),
-        .health_counter = static_cast<std::uint32_t>(abi::get(bar0, L::health_counter)),
+        .fw_rev_major = static_cast<std::uint16_t>(::rig::abi::get(bar0, L::fw_rev_major)),
+        .fw_rev_minor = static_cast<std::uint16_t>(::rig::abi::get(bar0, L::fw_rev_minor)),
+        .fw_rev_subminor = static_cast<std::uint16_t>(::rig::abi::get(bar0, L::fw_rev_subminor)),
+        .cmd_interface_rev = static_cast<std::uint16_t>(::rig::abi::get(bar0, L::cmd_interface_rev)),
+        .log_cmdq_size = static_cast<std::uint8_t>(::rig::abi::get(bar0, L::log_cmdq_size)),
+        .log_cmdq_stride = static_cast<std::uint8_t>(::rig::abi::get(bar0, L::log_cmdq_stride)),
+        .nic_interface = static_cast<std::uint8_t>(::rig::abi::get(bar0, nic_interface_state)),
+        .initializing = ::rig::abi::get(bar0, L::initializing) != 0,
+        .health_syndrome = static_cast<std::uint8_t>(::rig::abi::get(bar0, L::health_syndrome)),
+        .health_counter = static_cast<std::uint32_t>(::rig::abi::get(bar0, L::health_counter)),
     };
 }
 
@@ -156,7 +156,7 @@ struct health {
 inline health decode_health(std::span<const std::byte> bar0) {
     constexpr auto h = initial_seg::health_buffer;
     using H = health_buffer;
-    const auto u32 = [&](abi::field f) { return static_cast<std::uint32_t>(abi::get(bar0, h(f))); };
+    const auto u32 = [&](::rig::abi::field f) { return static_cast<std::uint32_t>(::rig::abi::get(bar0, h(f))); };
     return health{
         .assert_existptr = u32(H::assert_existptr),
         .assert_callra = u32(H::assert_callra),

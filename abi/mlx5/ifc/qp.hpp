@@ -344,7 +344,7 @@ RIG_MLX5_LAYOUT(query_qp_in, 0x80, RIG_MLX5_QUERY_QP_IN)
     F(qp_pas_or_qpc_ext_and_pas, 0x880, 0x600)
 RIG_MLX5_LAYOUT(query_qp_out, 0xe80, RIG_MLX5_QUERY_QP_OUT)
 
-constexpr abi::field query_qp_out_pas(std::size_t i) noexcept {
+constexpr ::rig::abi::field query_qp_out_pas(std::size_t i) noexcept {
     return flex_entry(query_qp_out::qp_pas_or_qpc_ext_and_pas.off, 64, i);
 }
 

@@ -42,7 +42,7 @@ RIG_MLX5_LAYOUT(create_eq_in, 0x880, RIG_MLX5_CREATE_EQ_IN)
     F(eq_number, 0x58, 0x8)
 RIG_MLX5_LAYOUT(create_eq_out, 0x80, RIG_MLX5_CREATE_EQ_OUT)
 
-constexpr abi::field event_bitmask_word(std::uint32_t i) noexcept {
+constexpr ::rig::abi::field event_bitmask_word(std::uint32_t i) noexcept {
     return {create_eq_in::event_bitmask.off + 64 * i, 64};
 }
 

@@ -214,8 +214,8 @@ TEST_CASE("mlx5 bring-up: SET_HCA_CAP takes only the fields a driver may set", "
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().status == cmd_status::bad_param_err);
     abi::set<cap::log_max_qp_sz>(page, abi::get<cap::log_max_qp_sz>(page) - 1);
-    // a settable field past its MAX (checksums: the model offers none)
-    abi::set<cap::cmdif_checksum>(page, 1);
+    // a settable field at a value it does not take: cmdif_checksum is DISABLED (0) or ENABLED (3)
+    abi::set<cap::cmdif_checksum>(page, 1);  // INITIAL_STATE
     r = q->exec<SIn, ifc::set_hca_cap_out>(set, soon());
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().status == cmd_status::bad_param_err);

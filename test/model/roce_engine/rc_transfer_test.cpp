@@ -13,11 +13,21 @@ constexpr std::uint64_t mib = 1 << 20;
 constexpr std::uint64_t src = 0, dst = mib, rcv = 2 * mib;
 constexpr std::uint32_t lkey = 0x11, rkey = 0x22, rcvkey = 0x33;
 
-void plan(function& f) {
+function& planned(function& f) {
     f.reg(lkey, src, mib, sr::access_local_write);
     f.reg(rkey, dst, mib, sr::access_local_write | sr::access_remote_read | sr::access_remote_write);
     f.reg(rcvkey, rcv, mib, sr::access_local_write);
+    return f;
 }
+
+// Two functions on one wire, memory planned, one queue pair each (not yet connected).
+struct two_functions {
+    sr::wire w;
+    function fa{w, 1, 3 * mib};
+    function fb{w, 2, 3 * mib};
+    sr::rc_qp& a = planned(fa).make_qp(0x101);
+    sr::rc_qp& b = planned(fb).make_qp(0x202);
+};
 
 const std::vector<std::uint32_t> sizes = {1, 3, 4, 255, 1023, 1024, 1025, 4096, 65536, 65537, 1000000, 1 << 20};
 
@@ -76,24 +86,18 @@ void transfer_all_sizes(function& fa, sr::rc_qp& a, function& fb, sr::rc_qp& b, 
 }  // namespace
 
 TEST_CASE("SEND lands in the posted receive, 1 B to 1 MiB, between two functions") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    plan(fa);
-    plan(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto &fa = t.fa, &fb = t.fb;
+    auto &a = t.a, &b = t.b;
     connect(a, fa, b, fb);
     transfer_all_sizes(fa, a, fb, b, sr::work_op::send);
     CHECK(a.counters().retransmitted == 0);
 }
 
 TEST_CASE("RDMA WRITE and RDMA READ move 1 B to 1 MiB between two functions") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    plan(fa);
-    plan(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto &fa = t.fa, &fb = t.fb;
+    auto &a = t.a, &b = t.b;
     connect(a, fa, b, fb, {.mtu = 4096});
     transfer_all_sizes(fa, a, fb, b, sr::work_op::write);
     transfer_all_sizes(fa, a, fb, b, sr::work_op::read);
@@ -102,8 +106,7 @@ TEST_CASE("RDMA WRITE and RDMA READ move 1 B to 1 MiB between two functions") {
 TEST_CASE("one queue pair connected to itself runs SEND, WRITE and READ") {
     sr::wire w;
     function f(w, 1, 3 * mib);
-    plan(f);
-    auto& q = f.make_qp(0x77);
+    auto& q = planned(f).make_qp(0x77);
     connect(q, f, q, f, {.mtu = 256, .a_psn = 42, .b_psn = 42});
     for (auto op : {sr::work_op::send, sr::work_op::write, sr::work_op::read}) {
         transfer_all_sizes(f, q, f, q, op);
@@ -111,12 +114,9 @@ TEST_CASE("one queue pair connected to itself runs SEND, WRITE and READ") {
 }
 
 TEST_CASE("inline RDMA WRITE and SEND carry their bytes in the request") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    plan(fa);
-    plan(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto &fa = t.fa, &fb = t.fb;
+    auto &a = t.a, &b = t.b;
     connect(a, fa, b, fb, {.mtu = 256});
     sr::send_request r;
     r.op = sr::work_op::write;
@@ -150,12 +150,9 @@ TEST_CASE("inline RDMA WRITE and SEND carry their bytes in the request") {
 }
 
 TEST_CASE("PSNs wrap from 2^24 - 1 to 0 in the middle of messages") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    plan(fa);
-    plan(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto &fa = t.fa, &fb = t.fb;
+    auto &a = t.a, &b = t.b;
     connect(a, fa, b, fb, {.mtu = 1024, .a_psn = 0xfffff0, .b_psn = 0xfffffd});
     // a: 4 sends of 10 packets cross the wrap; b: reads of 8 packets cross it on b's side
     for (std::uint32_t i = 0; i < 4; ++i) {
@@ -187,12 +184,9 @@ TEST_CASE("PSNs wrap from 2^24 - 1 to 0 in the middle of messages") {
 }
 
 TEST_CASE("a SEND with no receive posted is RNR-NAKed and retried without end, then lands once a receive is posted") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    plan(fa);
-    plan(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto &fa = t.fa, &fb = t.fb;
+    auto &a = t.a, &b = t.b;
     connect(a, fa, b, fb, {.rnr_retry = 7, .min_rnr_timer = 1});
     fill_random(fa.at(src, 5000), 5);
     REQUIRE(a.post_send(request(sr::work_op::send, 1, lkey, function::va(src), 5000)));
@@ -212,12 +206,9 @@ TEST_CASE("a SEND with no receive posted is RNR-NAKed and retried without end, t
 }
 
 TEST_CASE("with rnr_retry below 7, RNR NAKs are retried that many times, then RNR_RETRY_EXCEEDED") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    plan(fa);
-    plan(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto &fa = t.fa, &fb = t.fb;
+    auto &a = t.a, &b = t.b;
     connect(a, fa, b, fb, {.rnr_retry = 3});
     REQUIRE(a.post_send(request(sr::work_op::send, 1, lkey, function::va(src), 10)));
     REQUIRE(a.post_send(request(sr::work_op::send, 2, lkey, function::va(src), 10)));
@@ -235,12 +226,9 @@ TEST_CASE("with rnr_retry below 7, RNR NAKs are retried that many times, then RN
 }
 
 TEST_CASE("zero-byte SEND, WRITE and READ take one packet each and complete with zero bytes") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    plan(fa);
-    plan(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto &fa = t.fa, &fb = t.fb;
+    auto &a = t.a, &b = t.b;
     connect(a, fa, b, fb);
     REQUIRE(b.post_receive(receive(9, rcvkey, function::va(rcv), 16)));
     std::uint32_t i = 0;

@@ -1,0 +1,114 @@
+#pragma once
+// A reliable-connected queue pair of one NIC (DESIGN.md §2; seeds/rig_bnxt_qp.txt, whose every
+// sentence holds here). `rig::qp` is the namespace of the family data paths (qp/ring.hpp,
+// qp/mlx5/), so the class is `rig::queue_pair`.
+//
+//   rig::queue_pair q = nic->make_qp().value();   // unconnected, random 24-bit PSN
+//   send_to_peer(q.local().to_string());
+//   q.connect(peer).value();                      // RESET -> INIT -> RTR -> RTS
+//   q.receive(r, 0, 4096);  q.send(r, 0, 64);  q.write(r, 0, 64, peer_remote);
+//   while (!q.poll(rig::side::send)) {}
+//   q.destroy();
+//
+// Posting: send/receive/write/write_inline/read write one entry and ring the doorbell. The
+// post_* forms write the entry only; ring(side) then tells the NIC about every entry posted
+// since the last ring, with one doorbell (batching).
+// Misuse throws std::invalid_argument and changes nothing: destroyed, not connected, a region of
+// another NIC or deregistered, bytes outside the region, n over 2^31 - 1 (an mlx5 entry's
+// byte count), inline data over 28 bytes, no room on the ring.
+// Threads: one thread at a time per queue pair for post and poll (not enforced); connect and
+// destroy take the NIC's lock. A queue pair must not be used after its NIC is destroyed.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "firmware/mlx5/objects.hpp"
+#include "qp/endpoint.hpp"
+#include "qp/error.hpp"
+#include "qp/region.hpp"
+
+namespace rig {
+
+class nic;
+namespace detail {
+struct qp_state;
+}
+
+enum class side : std::uint8_t { send, receive };
+
+class queue_pair {
+public:
+    queue_pair() = default;
+    queue_pair(queue_pair&& o) noexcept : _nic(o._nic), _state(o._state) {
+        o._nic = nullptr;
+        o._state = nullptr;
+    }
+    queue_pair& operator=(queue_pair&& o) noexcept {
+        _nic = o._nic;
+        _state = o._state;
+        o._nic = nullptr;
+        o._state = nullptr;
+        return *this;
+    }
+    queue_pair(const queue_pair&) = delete;
+    queue_pair& operator=(const queue_pair&) = delete;
+    // Dropping a queue pair that was not destroyed leaves it to the NIC's close().
+    ~queue_pair() = default;
+
+    // {qp number, first PSN of its sends, the NIC's GID 0, the NIC's MAC}.
+    endpoint local() const;
+    std::uint32_t number() const;
+    bool connected() const;
+    bool destroyed() const noexcept;
+
+    // RESET -> INIT -> RTR -> RTS to the peer `e` (a queue pair of another NIC, of this NIC, or
+    // this one): ack timeout 14 (67 ms), retry 7, RNR retry 7 (without end). Error if the
+    // firmware refuses a step; called again, the queue pair goes back to RESET first.
+    // Misuse: destroyed, already connected, e.qp or e.psn over 24 bits.
+    result<void> connect(const endpoint& e);
+
+    void send(const region& r, std::size_t at, std::size_t n);
+    void receive(const region& r, std::size_t at, std::size_t n);
+    void write(const region& r, std::size_t at, std::size_t n, const remote& to);
+    void write_inline(std::span<const std::byte> bytes, const remote& to);  // at most 28 bytes
+    void read(const remote& from, const region& r, std::size_t at, std::size_t n);
+
+    void post_send(const region& r, std::size_t at, std::size_t n);
+    void post_receive(const region& r, std::size_t at, std::size_t n);
+    void post_write(const region& r, std::size_t at, std::size_t n, const remote& to);
+    void post_write_inline(std::span<const std::byte> bytes, const remote& to);
+    void post_read(const remote& from, const region& r, std::size_t at, std::size_t n);
+    void ring(side s);
+
+    // How many more entries the ring takes.
+    std::uint32_t room(side s) const;
+    // The oldest due entry's result: Ok(bytes moved), an error if it or the queue pair failed,
+    // nothing if it has no completion yet or no entry is due. Sends the firmware nothing.
+    std::optional<result<std::uint32_t>> poll(side s);
+    // poll once the oldest due entry has a completion, waiting at most `bound`; nothing at the
+    // bound. Spins briefly, then sleeps between looks. Misuse: bound < 0 or no entry due.
+    std::optional<result<std::uint32_t>> wait(side s, std::chrono::microseconds bound);
+
+    // Once Ok, the NIC runs none of its entries and writes no memory for it. Error if the
+    // firmware refuses: the queue pair counts as destroyed all the same, and its rings stay
+    // allocated until the NIC's close(). Misuse if already destroyed.
+    result<void> destroy();
+
+    // The firmware's view of the queue pair (QUERY_QP): state, peer, PSNs, retry settings. A
+    // control call for tests and diagnostics (it sends a command; poll and wait never do).
+    result<firmware::mlx5::qp_state_info> query() const;
+
+private:
+    friend class nic;
+    queue_pair(rig::nic* n, detail::qp_state* s) noexcept : _nic(n), _state(s) {}
+    detail::qp_state& live(const char* call) const;
+    detail::qp_state& ready(const char* call) const;  // live and connected
+    void check_local(const region& r, std::size_t at, std::size_t n, const char* call) const;
+
+    rig::nic* _nic = nullptr;
+    detail::qp_state* _state = nullptr;
+};
+
+}  // namespace rig

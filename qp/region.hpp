@@ -1,0 +1,81 @@
+#pragma once
+// A region: DMA memory of this process registered with one NIC (DESIGN.md §2). Its bytes are
+// plain memory (`data()`); the NIC reaches them through the region's key, locally for every
+// queue pair of the NIC and, when its access allows, remotely for a peer that holds
+// `remote(at)`.
+//
+//   rig::region r = nic->allocate(1 << 20, rig::access::remote).value();
+//   std::memcpy(r.data(), "hello", 5);
+//   peer_gets(r.remote(0));   // {address, key}: plain data for the peer's write/read
+//   r.deregister();
+//
+// mlx5: an MTT memory key over the region's IOVA range (reference/mlx5.md §1.3), local write
+// always (receives and reads land in it), remote read/write as `access` says. A region is a
+// handle: copies name the same registration, which the NIC owns; a region must not be used
+// after its NIC is destroyed. close() deregisters every region left.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "qp/error.hpp"
+
+namespace rig {
+
+class nic;
+namespace detail {
+struct region_state;
+}
+
+// What a peer may do with a region (local access is always granted).
+enum class access : std::uint8_t {
+    local = 0,
+    remote_read = 1,
+    remote_write = 2,
+    remote = 3,  // remote read and write
+};
+constexpr bool allows(access a, access b) noexcept {
+    return (static_cast<unsigned>(a) & static_cast<unsigned>(b)) == static_cast<unsigned>(b);
+}
+
+// Bytes of a peer's region, as the peer exported them (region::remote): the device address
+// and the key its NIC checks.
+struct remote {
+    std::uint64_t address = 0;
+    std::uint32_t key = 0;
+    friend bool operator==(const remote&, const remote&) = default;
+};
+
+class region {
+public:
+    region() = default;
+
+    // Misuse (std::invalid_argument) on an empty or deregistered handle.
+    std::byte* data() const;
+    std::size_t size() const;
+    std::span<std::byte> bytes() const { return {data(), size()}; }
+    rig::access access() const;
+    std::uint32_t key() const;        // lkey == rkey
+    std::uint64_t address() const;    // the device address (IOVA) of byte 0
+    // Byte `at` for a peer: misuse if deregistered or at > size().
+    ::rig::remote remote(std::size_t at) const;
+
+    bool registered() const noexcept;
+    rig::nic* owner() const noexcept { return _nic; }
+
+    // The NIC forgets the key and the memory is freed: Ok, or the firmware's refusal, after
+    // which the region stays registered. Misuse if already deregistered.
+    result<void> deregister();
+
+    friend bool operator==(const region& a, const region& b) noexcept { return a._state == b._state; }
+
+private:
+    friend class nic;
+    friend class queue_pair;
+    region(rig::nic* n, detail::region_state* s) noexcept : _nic(n), _state(s) {}
+    const detail::region_state& live(const char* call) const;
+
+    rig::nic* _nic = nullptr;
+    detail::region_state* _state = nullptr;
+};
+
+}  // namespace rig

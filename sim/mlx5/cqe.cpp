@@ -1,0 +1,145 @@
+// Completions of the data path: the RC engine's neutral completions written as CQE64s into the
+// driver's CQ buffers, and the COMP event of an armed CQ (reference mlx5.md §4.5, §4.6, §4.7;
+// rdma-core mlx5dv.h struct mlx5_cqe64 / mlx5_err_cqe, providers/mlx5/cq.c).
+//
+// CQE n (the CQ's producer count) goes to slot n & (size - 1) with owner bit (n >> log_size) & 1:
+// the buffer starts software-owned with opcode INVALID, the first pass writes owner 0. The CQE is
+// written without its last byte, then op_own alone, so a polling driver never sees a new owner
+// bit over old contents. Before writing, the consumer index in the CQ's doorbell record (DW0) is
+// read: a CQE that would overwrite one the driver has not consumed is an overrun, which a card
+// reports as a CQ_ERROR event (syndrome 1, CQ overrun) and this model then drops the CQE.
+// A CQ the driver armed (UAR + 0x20) gets one COMP EQE at its next CQE and is disarmed.
+#include <array>
+
+// The ifc headers first: they name rig::abi as `abi`, which rig::mlx5::abi (completion.hpp)
+// would hide inside rig::mlx5.
+#include "abi/mlx5/ifc/eqe.hpp"
+#include "sim/mlx5/function_model.hpp"
+#include "abi/bits.hpp"
+#include "abi/mlx5/completion.hpp"
+#include "abi/mlx5/doorbell.hpp"
+#include "sim/mlx5/datapath.hpp"
+#include "sim/vfio_user/dma_space.hpp"
+#include "sim/vfio_user/log.hpp"
+
+namespace rig::sim::mlx5 {
+
+namespace {
+
+namespace cqe_abi = rig::mlx5::abi;
+namespace ifc = rig::mlx5::ifc;
+using rig::abi::load_be;
+
+constexpr std::uint32_t index_mask = 0xffffff;  // CQ counters are 24 bits (MLX5_CQ_SET_CI)
+constexpr std::uint8_t cq_overrun = 0x1;        // CQ_ERROR event syndrome 1: CQ overrun (PRM)
+
+// The mlx5 syndrome of each neutral status (mlx5dv.h MLX5_CQE_SYNDROME_*, which rdma-core maps
+// back onto the same ibv_wc_status in mlx5_handle_error_cqe).
+cqe_abi::cqe_error syndrome_of(roce::completion_status s) noexcept {
+    using st = roce::completion_status;
+    using e = cqe_abi::cqe_error;
+    switch (s) {
+    case st::success: return e::none;
+    case st::local_length: return e::local_length;
+    case st::local_qp_operation: return e::local_qp_op;
+    case st::local_protection: return e::local_protection;
+    case st::remote_access: return e::remote_access;
+    case st::remote_invalid_request: return e::remote_invalid_request;
+    case st::remote_operation: return e::remote_operation;
+    case st::retry_exceeded: return e::transport_retry_exceeded;
+    case st::rnr_retry_exceeded: return e::rnr_retry_exceeded;
+    case st::flushed: return e::flushed;
+    }
+    return e::local_qp_op;
+}
+
+}  // namespace
+
+bool datapath::drain_completions(qp_slot& s, const qp_object& q) {
+    bool did = false;
+    roce::completion c;
+    const std::uint32_t mask = static_cast<std::uint32_t>(s.opcodes.size() - 1);
+    while (s.rc->take(roce::completion_side::send, c)) {
+        write_cqe(q.cqn_snd, c, q.qpn, s.opcodes[c.index & mask]);
+        did = true;
+    }
+    while (s.rc->take(roce::completion_side::receive, c)) {
+        write_cqe(q.cqn_rcv, c, q.qpn, 0);
+        did = true;
+    }
+    return did;
+}
+
+bool datapath::write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode) {
+    auto it = _fn._fw.cqs().find(cqn);
+    if (it == _fn._fw.cqs().end()) {
+        return false;  // CREATE_QP checked the CQ; one destroyed since takes nothing
+    }
+    cq_object& cq = it->second;
+    const std::uint32_t size = 1u << cq.log_cq_size;
+    std::array<std::byte, 4> ci_word{};
+    if (!_dma->read(cq.dbr_addr + cqe_abi::cq_dbr::set_ci, ci_word)) {
+        return false;
+    }
+    const std::uint32_t ci = load_be<std::uint32_t>(ci_word.data()) & index_mask;
+    if (((cq.producer_index - ci) & index_mask) >= size) {
+        log().warn("mlx5 data path: CQ {:#x} overrun (producer {:#x}, consumer {:#x}): CQE of QP {:#x} dropped", cqn,
+                   cq.producer_index, ci, qpn);
+        std::array<std::byte, ifc::cq_error::size_bytes> data{};
+        abi::set<ifc::cq_error::cqn>(data, cqn & index_mask);
+        abi::set<ifc::cq_error::syndrome>(data, cq_overrun);
+        _fn.post_event_locked(static_cast<std::uint8_t>(ifc::event_type::cq_error), 0, data);
+        return false;
+    }
+
+    cqe_abi::completion x{};
+    const bool ok = c.status == roce::completion_status::success;
+    const bool send = c.side == roce::completion_side::send;
+    x.opcode = send ? (ok ? cqe_abi::cqe_opcode::req : cqe_abi::cqe_opcode::req_err)
+                    : (ok ? cqe_abi::cqe_opcode::resp_send : cqe_abi::cqe_opcode::resp_err);
+    x.qpn = qpn;
+    x.send_opcode = send ? send_opcode : 0;
+    x.wqe_counter = static_cast<std::uint16_t>(c.index & 0xffff);
+    x.byte_count = c.byte_len;
+    x.error = syndrome_of(c.status);
+    x.syndrome = static_cast<std::uint8_t>(x.error);
+    x.owner = ((cq.producer_index >> cq.log_cq_size) & 1) != 0;
+    std::array<std::byte, cqe_abi::cqe_size> e{};
+    cqe_abi::encode(std::span<std::byte, cqe_abi::cqe_size>(e), x);
+
+    const std::uint64_t page = std::uint64_t{4096} << cq.log_page_size;
+    const std::uint64_t off = std::uint64_t{cq.producer_index & (size - 1)} * cqe_abi::cqe_size + cq.page_offset;
+    const auto pi = static_cast<std::size_t>(off / page);
+    if (pi >= cq.pas.size()) {
+        return false;
+    }
+    const std::uint64_t iova = cq.pas[pi] + off % page;
+    constexpr std::size_t owner_at = cqe_abi::cqe_offset::op_own;
+    if (!_dma->write(iova, std::span(e).first(owner_at)) || !_dma->write(iova + owner_at, std::span(e).subspan(owner_at))) {
+        log().warn("mlx5 data path: CQE {:#x} of CQ {:#x} at IOVA {:#x} is outside the DMA mappings", cq.producer_index,
+                   cqn, iova);
+        return false;
+    }
+    cq.producer_index = (cq.producer_index + 1) & index_mask;
+    _cqes.fetch_add(1, std::memory_order_relaxed);
+    auto armed = _cqs.find(cqn);
+    if (armed != _cqs.end() && armed->second.armed) {
+        signal(cqn, cq);
+    }
+    return true;
+}
+
+void datapath::signal(std::uint32_t cqn, cq_object& cq) {
+    if (auto armed = _cqs.find(cqn); armed != _cqs.end()) {
+        armed->second.armed = false;  // one event per arm (§4.6)
+    }
+    auto eq = _fn._fw.eqs().find(cq.eqn);
+    if (eq == _fn._fw.eqs().end()) {
+        return;
+    }
+    std::array<std::byte, ifc::comp_event::size_bytes> data{};
+    abi::set<ifc::comp_event::cq_number>(data, cqn & index_mask);
+    _fn.post_to_eq(eq->second, static_cast<std::uint8_t>(ifc::event_type::comp), 0, data);
+}
+
+}  // namespace rig::sim::mlx5

@@ -1,0 +1,366 @@
+// The data path's thread and its following of the firmware's objects (MKEY -> memory region,
+// QP transitions -> rc_qp); doorbells and WQE fetching are in doorbells.cpp (datapath.hpp).
+#include "sim/mlx5/datapath.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "abi/bits.hpp"
+#include "abi/mlx5/ifc/qp.hpp"
+#include "abi/mlx5/ifc/resources.hpp"
+#include "sim/mlx5/function_model.hpp"
+#include "sim/vfio_user/log.hpp"
+
+namespace rig::sim::mlx5 {
+
+namespace {
+
+namespace ifc = rig::mlx5::ifc;
+
+std::uint64_t path_field(const qp_object& q, abi::field f) {
+    return abi::get(std::span<const std::byte>(q.qpc), ifc::qpc::primary_address_path(f));
+}
+std::uint64_t qpc_field(const qp_object& q, abi::field f) {
+    return abi::get(std::span<const std::byte>(q.qpc), f);
+}
+
+std::uint8_t rights_of(const mkey_object& m) noexcept {
+    std::uint8_t r = 0;
+    if ((m.rights & mkey_right::local_write) != 0) {
+        r |= roce::access_local_write;
+    }
+    if ((m.rights & mkey_right::remote_read) != 0) {
+        r |= roce::access_remote_read;
+    }
+    if ((m.rights & mkey_right::remote_write) != 0) {
+        r |= roce::access_remote_write;
+    }
+    return r;
+}
+
+rig::roce::gid gid_bytes(const std::array<std::uint8_t, 16>& g) noexcept {
+    rig::roce::gid out{};
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        out[i] = static_cast<std::byte>(g[i]);
+    }
+    return out;
+}
+
+}  // namespace
+
+void function_model::attach_wire(roce::wire& w) {
+    std::lock_guard g(_lock);
+    if (_datapath) {
+        throw std::invalid_argument("mlx5 function model: already attached to a wire");
+    }
+    _datapath = std::make_unique<datapath>(*this, w);
+}
+
+datapath::datapath(function_model& fn, roce::wire& w) : _fn(fn) {
+    const auto mac = _fn._fw.mac();
+    roce::mac_address m{};
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        m[i] = static_cast<std::byte>(mac[i]);
+    }
+    _port = w.attach(m);
+    _thread = std::thread([this] { loop(); });
+}
+
+datapath::~datapath() {
+    {
+        std::lock_guard g(_stop_lock);
+        _stop = true;
+    }
+    _stop_wake.notify_all();
+    if (_thread.joinable()) {
+        _thread.join();
+    }
+    for (auto& [qpn, s] : _qps) {
+        drop_qp(s);
+    }
+}
+
+void datapath::loop() {
+    auto backoff = min_backoff;
+    for (;;) {
+        bool worked = false;
+        {
+            std::lock_guard g(_fn._lock);
+            worked = pass(roce::clock::now());
+        }
+        _passes.fetch_add(1, std::memory_order_relaxed);
+        backoff = worked ? min_backoff : std::min(backoff * 2, max_backoff);
+        std::unique_lock s(_stop_lock);
+        if (_stop) {
+            return;
+        }
+        if (worked) {
+            s.unlock();
+            std::this_thread::yield();  // the firmware thread shares _lock
+        } else {
+            _stop_wake.wait_for(s, backoff, [this] { return _stop; });
+        }
+    }
+}
+
+bool datapath::pass(roce::clock::time_point now) {
+    if (_fn._dead || _fn._fatal || _fn._server == nullptr) {
+        return false;  // a failed function moves nothing
+    }
+    if (!_memory) {
+        _dma = &_fn._server->dma();
+        _memory = std::make_unique<roce::memory>(*_dma);
+    }
+    if (_fn._resets != _seen_resets || _fn._fw.commands_executed() != _seen_commands) {
+        follow_objects();
+    }
+    bool did = poll_uar_pages();
+    for (auto& [qpn, s] : _qps) {
+        const qp_object* q = _fn._fw.qp(qpn);
+        if (s.rc && q != nullptr) {
+            did = fetch_receives(s, *q) || did;
+            if (s.sq_look) {
+                s.sq_look = false;
+                did = fetch_sends(s, *q) || did;
+            }
+        }
+    }
+    if (_engine) {
+        did = _engine->poll(now) || did;
+    }
+    for (auto& [qpn, s] : _qps) {
+        const qp_object* q = _fn._fw.qp(qpn);
+        if (s.rc && q != nullptr) {
+            did = drain_completions(s, *q) || did;
+            if (s.rc->state() == roce::qp_state::error &&
+                (q->state == ifc::qpc_state::rtr || q->state == ifc::qpc_state::rts)) {
+                // an entry failed: the card moves the QP to ERR, which QUERY_QP then reports and
+                // which only 2RST (or 2ERR) leaves
+                qp_object& failed = _fn._fw.qps().at(qpn);
+                failed.state = ifc::qpc_state::err;
+                abi::set<ifc::qpc::state>(failed.qpc, static_cast<std::uint8_t>(ifc::qpc_state::err));
+            }
+        }
+    }
+    return did;
+}
+
+datapath::connection datapath::connection_of(const qp_object& q) {
+    connection c;
+    c.remote_qpn = static_cast<std::uint32_t>(qpc_field(q, ifc::qpc::remote_qpn));
+    c.rcv_psn = static_cast<std::uint32_t>(qpc_field(q, ifc::qpc::next_rcv_psn));
+    c.send_psn = static_cast<std::uint32_t>(qpc_field(q, ifc::qpc::next_send_psn));
+    c.rmac = path_field(q, ifc::ads::rmac_47_32) << 32 | path_field(q, ifc::ads::rmac_31_0);
+    const auto rgid = abi::bytes_of(std::span<const std::byte>(q.qpc), ifc::qpc::primary_address_path(ifc::ads::rgid_rip));
+    std::copy(rgid.begin(), rgid.end(), c.rgid.begin());
+    c.mtu = static_cast<std::uint8_t>(qpc_field(q, ifc::qpc::mtu));
+    return c;
+}
+
+// ---- objects --------------------------------------------------------------------------------
+
+void datapath::follow_objects() {
+    if (_fn._resets != _seen_resets) {  // the firmware's tables are new: nothing followed remains
+        for (auto& [qpn, s] : _qps) {
+            drop_qp(s);
+        }
+        _qps.clear();
+        _cqs.clear();
+        for (const auto& [key, pd] : _mkeys) {
+            _memory->deregister(key);
+        }
+        _mkeys.clear();
+        _engine.reset();
+        _seen_resets = _fn._resets;
+    }
+    _seen_commands = _fn._fw.commands_executed();
+    follow_mkeys();
+    follow_qps();
+    for (auto it = _cqs.begin(); it != _cqs.end();) {
+        it = _fn._fw.cq(it->first) == nullptr ? _cqs.erase(it) : std::next(it);
+    }
+}
+
+void datapath::follow_mkeys() {
+    const auto& table = _fn._fw.mkeys();
+    for (auto it = _mkeys.begin(); it != _mkeys.end();) {
+        if (_fn._fw.mkey(it->first) == nullptr) {  // DESTROY_MKEY: refused by every later access
+            _memory->deregister(it->first);
+            it = _mkeys.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (const auto& [index, m] : table) {
+        if (_mkeys.contains(m.key)) {
+            continue;
+        }
+        roce::region r;
+        r.key = m.key;
+        r.pd = m.pd;
+        r.start = m.start_addr;
+        r.length = m.len;
+        r.rights = rights_of(m);
+        if (m.length64) {
+            log().warn("mlx5 data path: MKEY {:#x} spans the whole address space: not supported", m.key);
+            continue;
+        }
+        if (m.access_mode == static_cast<std::uint8_t>(ifc::mkc_access_mode::pa)) {
+            r.base_iova = m.start_addr;
+        } else {
+            // MTT entries are page addresses with the rd_en/wr_en bits low (objects.cpp
+            // mkey_translate); the region's first byte lies start_addr's offset into page 0.
+            const std::uint64_t page = std::uint64_t{1} << m.log_page_size;
+            r.page_shift = m.log_page_size;
+            r.page_offset = m.start_addr & (page - 1);
+            r.pages.reserve(m.mtt.size());
+            for (const std::uint64_t e : m.mtt) {
+                r.pages.push_back(e & ~std::uint64_t{3} & ~(page - 1));
+            }
+        }
+        try {
+            _memory->register_region(std::move(r));
+            _mkeys.emplace(m.key, m.pd);
+        } catch (const std::invalid_argument& e) {
+            log().warn("mlx5 data path: MKEY {:#x} not usable: {}", m.key, e.what());
+        }
+    }
+}
+
+void datapath::drop_qp(qp_slot& s) noexcept {
+    if (s.rc) {
+        if (_engine) {
+            _engine->remove(*s.rc);
+        }
+        s.rc.reset();
+    }
+    s.sq_taken = s.rq_taken = 0;  // 2RST: the driver's rings start again at 0
+    s.sq_look = false;
+}
+
+void datapath::follow_qps() {
+    auto& table = _fn._fw.qps();
+    for (auto it = _qps.begin(); it != _qps.end();) {
+        if (!table.contains(it->first)) {  // DESTROY_QP: moves no byte from now on
+            drop_qp(it->second);
+            it = _qps.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (const auto& [qpn, q] : table) {
+        qp_slot& s = _qps[qpn];
+        s.qpn = qpn;
+        switch (q.state) {
+        case ifc::qpc_state::rst:
+        case ifc::qpc_state::init:
+            drop_qp(s);  // INIT neither sends nor receives; the rc_qp is made at RTR
+            break;
+        case ifc::qpc_state::rtr:
+        case ifc::qpc_state::rts: {
+            const connection now = connection_of(q);
+            if (s.rc && (s.rc->state() == roce::qp_state::error || !now.same_path(s.conn) ||
+                         (s.rc->state() == roce::qp_state::rts && now.send_psn != s.conn.send_psn))) {
+                drop_qp(s);  // reset and connected again since the last pass
+            }
+            if (!s.rc && !configure(s, q)) {
+                break;
+            }
+            if (q.state == ifc::qpc_state::rts && s.rc->state() == roce::qp_state::rtr) {
+                roce::send_params p;
+                p.sq_psn = static_cast<std::uint32_t>(qpc_field(q, ifc::qpc::next_send_psn));
+                p.timeout = static_cast<std::uint8_t>(path_field(q, ifc::ads::ack_timeout));
+                p.retry_count = static_cast<std::uint8_t>(qpc_field(q, ifc::qpc::retry_count));
+                p.rnr_retry = static_cast<std::uint8_t>(qpc_field(q, ifc::qpc::rnr_retry));
+                p.max_rd_atomic = static_cast<std::uint8_t>(1u << qpc_field(q, ifc::qpc::log_sra_max));
+                try {
+                    s.rc->to_rts(p);
+                } catch (const std::invalid_argument& e) {
+                    log().warn("mlx5 data path: QP {:#x} RTR2RTS not followed: {}", qpn, e.what());
+                    s.rc->to_error();
+                }
+                s.conn.send_psn = p.sq_psn;
+                s.sq_look = true;  // entries posted before RTS
+            }
+            break;
+        }
+        default:  // ERR, SQER, SQD: what is pending and what comes completes flushed
+            if (!s.rc) {
+                configure(s, q);
+            }
+            if (s.rc && s.rc->state() != roce::qp_state::error) {
+                s.rc->to_error();
+            }
+            s.sq_look = true;
+            break;
+        }
+    }
+}
+
+// Makes the rc_qp of a QP from its stored qpc: RST2INIT's rights, INIT2RTR's path. A QP that
+// reaches ERR from INIT gets one too, so that its entries complete flushed.
+bool datapath::configure(qp_slot& s, const qp_object& q) {
+    roce::qp_config c;
+    c.qpn = q.qpn;
+    c.pd = q.pd;
+    const auto mac = _fn._fw.mac();
+    for (std::size_t i = 0; i < c.mac.size(); ++i) {
+        c.mac[i] = static_cast<std::byte>(mac[i]);
+    }
+    if (const roce_addr* a = _fn._fw.gid(static_cast<std::uint32_t>(path_field(q, ifc::ads::src_addr_index)))) {
+        c.gid = gid_bytes(a->gid);
+    }
+    c.udp_sport = static_cast<std::uint16_t>(path_field(q, ifc::ads::udp_sport));
+    if (c.udp_sport == 0) {
+        c.udp_sport = 0xc000;
+    }
+    c.sq_size = 1u << std::min<std::uint8_t>(q.log_sq_size, 15);
+    c.rq_size = 1u << std::min<std::uint8_t>(q.log_rq_size, 15);
+    const bool to_rtr = q.state == ifc::qpc_state::rtr || q.state == ifc::qpc_state::rts;
+    try {
+        s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);
+        std::uint8_t rights = 0;
+        if (qpc_field(q, ifc::qpc::rre) != 0) {
+            rights |= roce::access_remote_read;
+        }
+        if (qpc_field(q, ifc::qpc::rwe) != 0) {
+            rights |= roce::access_remote_write;
+        }
+        s.rc->to_init(rights);
+        if (to_rtr) {
+            roce::path p;
+            p.dest_qpn = static_cast<std::uint32_t>(qpc_field(q, ifc::qpc::remote_qpn));
+            const std::uint64_t rmac = path_field(q, ifc::ads::rmac_47_32) << 32 | path_field(q, ifc::ads::rmac_31_0);
+            for (std::size_t i = 0; i < p.dest_mac.size(); ++i) {
+                p.dest_mac[i] = static_cast<std::byte>(rmac >> (8 * (5 - i)));
+            }
+            const auto rgid = abi::bytes_of(std::span<const std::byte>(q.qpc),
+                                            ifc::qpc::primary_address_path(ifc::ads::rgid_rip));
+            std::copy(rgid.begin(), rgid.end(), p.dest_gid.begin());
+            p.mtu = 128u << qpc_field(q, ifc::qpc::mtu);  // MLX5_QPC_MTU_256_BYTES = 1 ... 4K = 5
+            p.rq_psn = static_cast<std::uint32_t>(qpc_field(q, ifc::qpc::next_rcv_psn));
+            p.min_rnr_timer = static_cast<std::uint8_t>(qpc_field(q, ifc::qpc::min_rnr_nak));
+            p.max_dest_rd_atomic = static_cast<std::uint8_t>(1u << qpc_field(q, ifc::qpc::log_rra_max));
+            s.rc->to_rtr(p);
+        }
+    } catch (const std::invalid_argument& e) {
+        log().warn("mlx5 data path: QP {:#x} cannot be configured: {}", q.qpn, e.what());
+        s.rc.reset();
+        return false;
+    }
+    if (!_engine) {
+        _engine = std::make_unique<roce::engine>(*_port, c.gid);
+        _engine_gid = c.gid;
+    } else if (to_rtr && c.gid != _engine_gid) {
+        log().warn("mlx5 data path: QP {:#x} uses another GID than the function's first QP: its frames "
+                   "are not received", q.qpn);
+    }
+    _engine->add(*s.rc);
+    s.conn = connection_of(q);
+    s.opcodes.assign(std::size_t{1} << q.log_sq_size, 0);
+    s.sq_look = true;
+    return true;
+}
+
+}  // namespace rig::sim::mlx5

@@ -1,0 +1,165 @@
+#pragma once
+// The data path of a ConnectX function model: doorbells, work entries and completions of the
+// function's RC queue pairs, carried by the family-neutral RC engine (sim/roce) over a wire
+// (reference mlx5.md §4.1-§4.6; DESIGN.md §4, §6).
+//
+// One thread per function (started by function_model::attach_wire) runs passes. Each pass holds
+// the function model's lock, so commands and the data path never interleave: a pass that starts
+// after DESTROY_QP (or DESTROY_MKEY, 2RST, 2ERR) has run sees its effect before it moves a
+// byte. A pass:
+//  1. follows the firmware's object tables when a command ran since the last pass (or the
+//     function was reset): MKEYs become sim::roce::memory regions (key, pd, va, length, rights,
+//     MTT pages); QPs in RTR/RTS/ERR get an rc_qp configured from their stored qpc (the rc_qp
+//     is made at INIT2RTR, when the source GID and UDP port are known); destroyed ones go;
+//  2. polls the UAR pages (shared memory, never trapped): the BlueFlame registers (UAR + 0x800,
+//     four 512-byte bfregs, two halves each) with an atomic exchange against 0, a value no
+//     driver writes (QPN 0 is never an RC QP), and the CQ arm doorbells (UAR + 0x20);
+//  3. for each QP whose UAR page saw a BlueFlame write, reads the send counter of its doorbell
+//     record (DW1) and fetches the new WQEs from the QP buffer (after the RQ, PAS pages), parses
+//     them (wqe.cpp) and posts them to the rc_qp; reads every QP's receive counter (DW0) and
+//     posts the new receive WQEs, so a receive is there before a SEND needs it;
+//  4. runs the RC engine (frames in, timers, frames out);
+//  5. turns the rc_qps' completions into CQE64s in the CQ buffers (cqe.cpp), owner bit by
+//     pass over the ring, and posts one COMP EQE to an armed CQ, which it disarms.
+// An idle pass backs off (20 us doubling to 1 ms) as the firmware thread does for EQ doorbells.
+// Files: datapath.cpp (thread, objects), doorbells.cpp (steps 2-3), wqe.cpp (parsing),
+// cqe.cpp (step 5).
+//
+// The data path allocates nothing per entry, throws nothing and logs nothing below warn; object
+// changes (step 1) are the control path.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "abi/roce/packet.hpp"
+#include "sim/roce/engine.hpp"
+#include "sim/roce/memory.hpp"
+#include "sim/roce/rc_qp.hpp"
+#include "sim/roce/wire.hpp"
+#include "sim/roce/work.hpp"
+
+namespace rig::sim::vfio_user {
+class dma_space;
+}
+
+namespace rig::sim::mlx5 {
+
+class function_model;
+struct qp_object;
+struct cq_object;
+
+// What a pass found in one send WQE (wqe.cpp): the request, or why it is malformed.
+struct parsed_send {
+    roce::send_request request;
+    std::uint8_t opcode = 0;         // ctrl opcode, echoed in the requester CQE
+    std::uint32_t blocks = 1;        // 64-byte basic blocks the entry takes
+    bool malformed = false;          // completes with a local QP operation error
+};
+
+// Parses the send WQE in `wqe` (the bytes from its first block on, in ring order, up to 1 KiB:
+// ds is 6 bits, so an entry is at most 63 x 16 bytes). `index` is the entry's block counter,
+// `qpn` the QP's number; `available` the blocks the doorbell record says were posted from here.
+// Malformed (local QP operation error, as a card completes it): an opcode the model does not run
+// (only RDMA WRITE, SEND, RDMA READ), ds of 0, ds beyond the blocks posted or the opcode's
+// segments, a ctrl index or QPN that is not this entry's, a zero lkey, more than 16 data
+// segments, inline data mixed with data segments, inline on a READ, over 256 inline bytes.
+parsed_send parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, std::uint32_t qpn,
+                           std::uint32_t available) noexcept;
+// Parses one receive WQE (`stride` bytes of data segments, ended early by byte_count 0 and lkey
+// MLX5_INVALID_LKEY). false: malformed (more than 16 segments, or a zero lkey).
+bool parse_receive_wqe(std::span<const std::byte> wqe, std::uint32_t index, roce::receive_request& out) noexcept;
+
+class datapath {
+public:
+    static constexpr std::chrono::microseconds min_backoff{20};
+    static constexpr std::chrono::microseconds max_backoff{1000};
+
+    // Attaches a port under the function's MAC and starts the thread. Misuse (the MAC already on
+    // the wire) throws std::invalid_argument.
+    datapath(function_model& fn, roce::wire& w);
+    ~datapath();  // stops the thread; the port leaves the wire
+    datapath(const datapath&) = delete;
+    datapath& operator=(const datapath&) = delete;
+
+    // Counters for tests and logs.
+    std::uint64_t passes() const noexcept { return _passes.load(std::memory_order_relaxed); }
+    std::uint64_t wqes_fetched() const noexcept { return _wqes.load(std::memory_order_relaxed); }
+    std::uint64_t cqes_written() const noexcept { return _cqes.load(std::memory_order_relaxed); }
+
+private:
+    // What INIT2RTR and RTR2RTS connected an rc_qp to. A QP whose stored qpc names another
+    // connection went through 2RST between two passes (a reconnect): its rc_qp is made again.
+    struct connection {
+        std::uint32_t remote_qpn = 0, rcv_psn = 0, send_psn = 0;
+        std::uint64_t rmac = 0;
+        rig::roce::gid rgid{};
+        std::uint8_t mtu = 0;
+        bool same_path(const connection& o) const noexcept {
+            return remote_qpn == o.remote_qpn && rcv_psn == o.rcv_psn && rmac == o.rmac && rgid == o.rgid &&
+                   mtu == o.mtu;
+        }
+    };
+    struct qp_slot {
+        std::uint32_t qpn = 0;
+        connection conn;
+        std::unique_ptr<roce::rc_qp> rc;
+        std::uint32_t sq_taken = 0;   // blocks fetched (free-running; the record holds 16 bits)
+        std::uint32_t rq_taken = 0;   // receive WQEs fetched
+        bool sq_look = false;         // a BlueFlame write or a state change: read the send counter
+        std::vector<std::uint8_t> opcodes;  // ctrl opcode of each send entry, by block index
+    };
+    struct cq_slot {
+        bool armed = false;
+    };
+
+    void loop();
+    // all with the function model's lock held
+    bool pass(roce::clock::time_point now);
+    void follow_objects();
+    void follow_mkeys();
+    void follow_qps();
+    void drop_qp(qp_slot& s) noexcept;
+    bool configure(qp_slot& s, const qp_object& q);
+    static connection connection_of(const qp_object& q);
+    bool poll_uar_pages();
+    bool fetch_sends(qp_slot& s, const qp_object& q);
+    bool fetch_receives(qp_slot& s, const qp_object& q);
+    bool drain_completions(qp_slot& s, const qp_object& q);
+    bool write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode);
+    void signal(std::uint32_t cqn, cq_object& cq);
+    bool read_queue(const qp_object& q, std::uint64_t offset, std::span<std::byte> out) const noexcept;
+
+    function_model& _fn;
+    std::unique_ptr<roce::port> _port;
+    std::unique_ptr<roce::memory> _memory;   // over the server's DMA space, once attached
+    vfio_user::dma_space* _dma = nullptr;
+    std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR
+    rig::roce::gid _engine_gid{};
+    std::map<std::uint32_t, qp_slot> _qps;
+    std::map<std::uint32_t, cq_slot> _cqs;
+    std::map<std::uint32_t, std::uint32_t> _mkeys;  // key -> pd registered in _memory
+    std::uint64_t _seen_commands = ~std::uint64_t{0};
+    std::uint64_t _seen_resets = ~std::uint64_t{0};
+    std::array<std::byte, 1024> _wqe{};     // one send WQE being parsed
+    std::vector<std::pair<std::uint32_t, bool>> _pages;  // UAR pages read this pass, rung or not
+
+    std::atomic<std::uint64_t> _passes{0};
+    std::atomic<std::uint64_t> _wqes{0};
+    std::atomic<std::uint64_t> _cqes{0};
+    std::mutex _stop_lock;
+    std::condition_variable _stop_wake;
+    bool _stop = false;
+    std::thread _thread;  // last
+};
+
+}  // namespace rig::sim::mlx5

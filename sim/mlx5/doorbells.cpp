@@ -1,0 +1,191 @@
+// The data path's doorbells and work entries: the UAR pages polled (BlueFlame registers, CQ arm
+// doorbells), the QP doorbell records read, and new send and receive WQEs fetched from the QP
+// buffer into the rc_qp (reference mlx5.md §4.1-§4.4, §4.6; datapath.hpp).
+#include <algorithm>
+#include <atomic>
+
+// The ifc headers before doorbell.hpp, whose rig::mlx5::abi would hide rig::abi from them.
+#include "abi/mlx5/ifc/qp.hpp"
+#include "sim/mlx5/function_model.hpp"
+#include "abi/bits.hpp"
+#include "abi/mlx5/doorbell.hpp"
+#include "sim/mlx5/datapath.hpp"
+#include "sim/vfio_user/dma_space.hpp"
+#include "sim/vfio_user/log.hpp"
+
+namespace rig::sim::mlx5 {
+
+namespace {
+
+namespace db = rig::mlx5::abi;
+using rig::abi::load_be;
+
+// cmd_hca_cap.log_bf_reg_size is 9 (caps.cpp): 512-byte bfregs of two 256-byte halves (§4.1)
+constexpr std::uint32_t log_bf_reg_size = 9;
+constexpr std::size_t bf_half = std::size_t{1} << (log_bf_reg_size - 1);
+
+}  // namespace
+
+// ---- doorbells and work entries ---------------------------------------------------------------
+
+bool datapath::poll_uar_pages() {
+    bool seen = false;
+    std::byte* bar = _fn._bar0.data();
+    const auto in_bar = [&](std::uint32_t page) {
+        const std::uint64_t at = std::uint64_t{page} * uar_page_bytes;
+        return at >= _fn._layout.uar_begin && at < _fn._layout.uar_end;
+    };
+    const auto take64 = [&](std::uint64_t at) {
+        auto* cell = reinterpret_cast<std::uint64_t*>(bar + at);
+        return std::atomic_ref<std::uint64_t>(*cell).exchange(0);
+    };
+    // BlueFlame registers: any write on a page makes every QP of that page read its send counter
+    // (polling sees only the last write to a register, which may be another QP's). `_pages`
+    // keeps its capacity from pass to pass: no allocation once warm.
+    _pages.clear();
+    for (auto& [qpn, s] : _qps) {
+        const qp_object* q = _fn._fw.qp(qpn);
+        if (!s.rc || q == nullptr || !in_bar(q->uar_page)) {
+            continue;
+        }
+        auto page = std::find_if(_pages.begin(), _pages.end(), [&](const auto& p) { return p.first == q->uar_page; });
+        if (page == _pages.end()) {
+            const std::uint64_t base = std::uint64_t{q->uar_page} * uar_page_bytes;
+            bool rung = false;
+            for (std::size_t k = 0; k < db::uar::bfregs_per_uar; ++k) {
+                for (std::size_t h = 0; h < 2; ++h) {
+                    rung = take64(base + db::bfreg_offset(k, log_bf_reg_size) + h * bf_half) != 0 || rung;
+                }
+            }
+            _pages.emplace_back(q->uar_page, rung);
+        }
+    }
+    for (auto& [qpn, s] : _qps) {
+        const qp_object* q = _fn._fw.qp(qpn);
+        if (!s.rc || q == nullptr) {
+            continue;
+        }
+        for (const auto& [page, rung] : _pages) {
+            if (page == q->uar_page && rung) {
+                s.sq_look = true;
+                seen = true;
+            }
+        }
+    }
+    // CQ arm doorbells (UAR + 0x20): be32(arm word) then be32(cqn), one 64-bit store.
+    for (auto& [cqn, cq] : _fn._fw.cqs()) {
+        if (!in_bar(cq.uar_page)) {
+            continue;
+        }
+        const std::uint64_t raw = take64(std::uint64_t{cq.uar_page} * uar_page_bytes + db::uar::cq_doorbell);
+        if (raw == 0) {
+            continue;
+        }
+        seen = true;
+        const std::uint64_t v = load_be<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw));
+        const auto named = static_cast<std::uint32_t>(v & 0xffffff);
+        auto it = _fn._fw.cqs().find(named);
+        if (it == _fn._fw.cqs().end() || it->second.uar_page != cq.uar_page) {
+            log().warn("mlx5 data path: CQ arm doorbell {:#x} in UAR {} names no CQ of that UAR", v, cq.uar_page);
+            continue;
+        }
+        cq_object& armed = it->second;
+        _cqs[named].armed = true;
+        const auto ci = static_cast<std::uint32_t>((v >> 32) & 0xffffff);
+        if ((armed.producer_index & 0xffffff) != ci) {
+            signal(named, armed);  // armed with CQEs past the consumer index: the event now
+        }
+    }
+    return seen;
+}
+
+bool datapath::read_queue(const qp_object& q, std::uint64_t offset, std::span<std::byte> out) const noexcept {
+    const std::uint64_t page = std::uint64_t{4096} << q.log_page_size;
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const std::uint64_t at = offset + q.page_offset + done;
+        const auto index = static_cast<std::size_t>(at / page);
+        if (index >= q.pas.size()) {
+            return false;
+        }
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, page - at % page));
+        if (!_dma->read(q.pas[index] + at % page, out.subspan(done, n))) {
+            return false;
+        }
+        done += n;
+    }
+    return true;
+}
+
+bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
+    std::array<std::byte, 4> word{};
+    if (!_dma->read(q.dbr_addr + db::qp_dbr::send_counter, word)) {
+        return false;
+    }
+    const std::uint32_t counter = load_be<std::uint32_t>(word.data()) & 0xffff;
+    const std::uint32_t blocks = 1u << q.log_sq_size;
+    const std::uint64_t sq_base = q.rq_bytes();
+    bool did = false;
+    std::uint32_t pending = (counter - s.sq_taken) & 0xffff;
+    while (pending > 0 && s.rc->send_room() > 0) {
+        // the entry's blocks in ring order (an entry may wrap past the ring's end)
+        const std::uint32_t most = std::min<std::uint32_t>({pending, 16, blocks});
+        for (std::uint32_t b = 0; b < most; ++b) {
+            const std::uint64_t at = sq_base + std::uint64_t{(s.sq_taken + b) & (blocks - 1)} * 64;
+            if (!read_queue(q, at, std::span(_wqe).subspan(b * 64, 64))) {
+                log().warn("mlx5 data path: QP {:#x} send queue is outside the DMA mappings: QP to error", q.qpn);
+                s.rc->to_error();
+                return true;
+            }
+            const std::uint32_t ds = load_be<std::uint32_t>(_wqe.data() + 4) & 0x3f;
+            if ((b + 1) * 64 >= ds * 16) {
+                break;
+            }
+        }
+        const parsed_send p = parse_send_wqe(std::span(_wqe).first(std::size_t{most} * 64), s.sq_taken, q.qpn, pending);
+        if (!s.rc->post_send(p.request)) {
+            break;
+        }
+        s.opcodes[s.sq_taken & (blocks - 1)] = p.opcode;
+        s.sq_taken += p.blocks;
+        pending -= p.blocks;
+        _wqes.fetch_add(1, std::memory_order_relaxed);
+        did = true;
+    }
+    if (pending > 0) {
+        s.sq_look = true;  // the rc_qp's ring was full: look again next pass
+    }
+    return did;
+}
+
+bool datapath::fetch_receives(qp_slot& s, const qp_object& q) {
+    std::array<std::byte, 4> word{};
+    if (!_dma->read(q.dbr_addr + db::qp_dbr::receive_counter, word)) {
+        return false;
+    }
+    const std::uint32_t counter = load_be<std::uint32_t>(word.data()) & 0xffff;
+    const std::uint32_t slots = 1u << q.log_rq_size;
+    const std::size_t stride = std::size_t{16} << q.log_rq_stride;
+    bool did = false;
+    while (((counter - s.rq_taken) & 0xffff) != 0 && s.rc->receive_room() > 0) {
+        const auto wqe = std::span(_wqe).first(std::min(stride, _wqe.size()));
+        if (!read_queue(q, std::uint64_t{s.rq_taken & (slots - 1)} * stride, wqe)) {
+            log().warn("mlx5 data path: QP {:#x} receive queue is outside the DMA mappings: QP to error", q.qpn);
+            s.rc->to_error();
+            return true;
+        }
+        roce::receive_request r;
+        if (!parse_receive_wqe(wqe, s.rq_taken, r)) {
+            r.sge_count = 1;  // a key that names nothing: the message landing here fails
+            r.sg[0] = roce::sge{0, 0, 0};
+        }
+        if (!s.rc->post_receive(r)) {
+            break;
+        }
+        ++s.rq_taken;
+        did = true;
+    }
+    return did;
+}
+
+}  // namespace rig::sim::mlx5

@@ -1,0 +1,602 @@
+// The mlx5 model's data path (sim/mlx5/datapath.hpp) end to end: two served functions on one
+// wire, brought up by the driver (firmware/mlx5/hca), objects made with firmware/mlx5/objects,
+// entries posted and rung with qp/mlx5's send and receive queues over the mapped UAR page, CQEs
+// polled with qp/mlx5's completion queue. Bytes, CQE fields and syndromes are checked.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "abi/mlx5/ifc.hpp"
+#include "driver/dma_memory.hpp"
+#include "firmware/mlx5/hca.hpp"
+#include "firmware/mlx5/objects.hpp"
+#include "qp/mlx5/completion_queue.hpp"
+#include "qp/mlx5/receive_queue.hpp"
+#include "qp/mlx5/send_queue.hpp"
+#include "sim/mlx5/datapath.hpp"
+#include "sim/mlx5/function_model.hpp"
+#include "sim/roce/wire.hpp"
+#include "test/model/served_model.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace ifc = rig::mlx5::ifc;
+namespace abi = rig::mlx5::abi;
+namespace drv = rig::driver;
+namespace fw = rig::firmware::mlx5;
+namespace qpm = rig::qp::mlx5;
+namespace model = rig::sim::mlx5;
+using clk = std::chrono::steady_clock;
+
+clk::time_point soon() { return clk::now() + 5s; }
+
+template <class T>
+T value(fw::result<T> r) {
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r.has_value());
+    return std::move(*r);
+}
+void ok(const fw::result<void>& r) {
+    INFO((r ? std::string() : r.error().message));
+    REQUIRE(r.has_value());
+}
+
+model::function_options options() {
+    model::function_options o;
+    o.init_time = 1ms;
+    return o;
+}
+
+constexpr std::size_t region_bytes = 64 * 1024;
+
+// One function of the card: served, on the wire, brought up, with a PD, a UAR for its queues,
+// one CQ (both rings of its QPs complete there) and one registered 64 KiB region.
+struct function_side {
+    rig::test::served_model m;
+    std::unique_ptr<fw::hca> h;
+    std::atomic<int> comp_events{0};
+    std::uint32_t pd = 0, uar = 0;
+    std::byte* uar_page = nullptr;
+    drv::dma_memory memory;
+    std::uint64_t iova = 0;
+    fw::mkey key;
+    fw::cq cq;
+    std::unique_ptr<qpm::completion_queue> cqq;
+
+    explicit function_side(rig::sim::roce::wire& w) : m(options()) {
+        m.fn.attach_wire(w);
+        fw::hca_options o;
+        o.completion = [this](std::uint32_t) { ++comp_events; };
+        h = value(fw::hca::bring_up(*m.f, o));
+        uar = value(fw::alloc_uar(q(), soon()));
+        pd = value(fw::alloc_pd(q(), soon()));
+        auto bar = m.f->map_bar(drv::region::bar0, drv::caching::uncached);
+        REQUIRE(bar.has_value());
+        uar_page = bar->base + std::uint64_t{uar} * 4096;
+        auto mem = drv::dma_memory::allocate(region_bytes, drv::page_choice::small_only);
+        REQUIRE(mem.has_value());
+        memory = std::move(*mem);
+        auto mapped = m.f->dma_map(memory, 0, memory.size(), drv::dma_access::read_write);
+        REQUIRE(mapped.has_value());
+        iova = *mapped;
+        key = value(fw::create_mkey(q(), pd, iova, region_bytes,
+                                    {.local_write = true, .remote_read = true, .remote_write = true}, soon()));
+        cq = value(fw::cq::create(q(), *m.f, h->stranded_registry(),
+                                  {.log_size = 8, .uar = uar, .eqn = h->event_queue()->eqn()}, soon()));
+        cqq = std::make_unique<qpm::completion_queue>(
+            qpm::completion_queue_memory{cq.entries(), {cq.doorbell_record(), 8}, uar_page}, cq.cqn());
+    }
+    // Gives back what it made, in the kernel's order, then tears the function down.
+    ~function_side() {
+        cqq.reset();
+        if (cq.alive()) {
+            (void)cq.destroy(q(), *m.f, h->stranded_registry(), soon());
+        }
+        if (key.alive()) {
+            (void)key.destroy(q(), soon());
+        }
+        (void)fw::dealloc_pd(q(), pd, soon());
+        (void)fw::dealloc_uar(q(), uar, soon());
+        (void)h->teardown();
+    }
+    function_side(const function_side&) = delete;
+    function_side& operator=(const function_side&) = delete;
+    fw::command_queue& q() { return h->commands(); }
+    std::array<std::uint8_t, 16> gid() const { return h->gids().at(0).gid; }
+    std::byte* at(std::size_t offset) const { return memory.data() + offset; }
+    abi::local local(std::size_t offset, std::size_t bytes) const {
+        return {static_cast<std::int64_t>(iova + offset), static_cast<std::int64_t>(bytes), key.lkey()};
+    }
+    abi::remote remote(std::size_t offset) const {
+        return {static_cast<std::int64_t>(iova + offset), key.rkey()};
+    }
+    // Polls until n CQEs have come (or `limit` passes).
+    std::vector<abi::completion> wait(std::size_t n, std::chrono::milliseconds limit = 5000ms) {
+        std::vector<abi::completion> out;
+        const auto until = clk::now() + limit;
+        while (out.size() < n && clk::now() < until) {
+            abi::completion c;
+            if (cqq->poll(c)) {
+                out.push_back(c);
+            } else {
+                std::this_thread::sleep_for(50us);
+            }
+        }
+        return out;
+    }
+};
+
+struct queue_pair {
+    function_side& side;
+    fw::qp qp;
+    std::unique_ptr<qpm::send_queue> sq;
+    std::unique_ptr<qpm::receive_queue> rq;
+
+    ~queue_pair() {
+        if (qp.alive()) {
+            (void)qp.destroy(side.q(), *side.m.f, side.h->stranded_registry(), soon());
+        }
+    }
+    queue_pair(const queue_pair&) = delete;
+    queue_pair& operator=(const queue_pair&) = delete;
+    explicit queue_pair(function_side& s) : side(s) {
+        qp = value(fw::qp::create(s.q(), *s.m.f, s.h->stranded_registry(),
+                                  {.pd = s.pd, .send_cq = s.cq.cqn(), .receive_cq = s.cq.cqn(), .uar = s.uar}, soon()));
+        sq = std::make_unique<qpm::send_queue>(
+            qpm::send_queue_memory{qp.send_queue(), {qp.doorbell_record(), 8},
+                                   s.uar_page + abi::bfreg_offset(0, 9), 256},
+            qp.qpn());
+        rq = std::make_unique<qpm::receive_queue>(
+            qpm::receive_queue_memory{qp.receive_queue(), std::size_t{16} << qp.params().log_rq_stride,
+                                      {qp.doorbell_record(), 8}});
+    }
+    // Routes a CQE of this QP to its ring, as a queue pair's poll does.
+    void complete(const abi::completion& c) {
+        if (qpm::is_send_side(c.opcode)) {
+            sq->complete(c);
+        } else {
+            rq->complete(c);
+        }
+    }
+};
+
+// RESET -> INIT -> RTR -> RTS towards `peer` of `ps`.
+void connect(function_side& s, queue_pair& a, function_side& ps, queue_pair& peer, std::uint32_t send_psn,
+             std::uint32_t peer_psn) {
+    ok(a.qp.rst2init(s.q(), 1, 0, {.remote_read = true, .remote_write = true}, soon()));
+    fw::qp_rtr_params r;
+    r.remote_qpn = peer.qp.qpn();
+    r.next_rcv_psn = peer_psn;
+    r.rgid = ps.gid();
+    r.rmac = ps.h->mac();
+    r.gid_index = 0;
+    r.min_rnr_nak = 1;
+    ok(a.qp.init2rtr(s.q(), r, soon()));
+    fw::qp_rts_params t;
+    t.next_send_psn = send_psn;
+    ok(a.qp.rtr2rts(s.q(), t, soon()));
+}
+
+void fill(std::byte* p, std::size_t n, std::uint8_t seed) {
+    for (std::size_t i = 0; i < n; ++i) {
+        p[i] = static_cast<std::byte>(static_cast<std::uint8_t>(seed + i * 7));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("mlx5 data path: WRITE, inline WRITE, SEND/RECV and READ between two functions", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0x100, 0x200);
+    connect(b, qb, a, qa, 0x200, 0x100);
+
+    SECTION("RDMA WRITE of 5000 bytes: the peer's memory holds them, one REQ CQE") {
+        fill(a.at(0), 5000, 3);
+        const auto n = qa.sq->post(abi::write_op{a.local(0, 5000), b.remote(8192)}, true);
+        qa.sq->ring();
+        const auto c = a.wait(1);
+        REQUIRE(c.size() == 1);
+        INFO("syndrome " << int(c[0].syndrome));
+        CHECK(c[0].opcode == abi::cqe_opcode::req);
+        CHECK(c[0].qpn == qa.qp.qpn());
+        CHECK(c[0].wqe_counter == n);
+        CHECK(c[0].send_opcode == static_cast<std::uint8_t>(abi::send_opcode::rdma_write));
+        qa.complete(c[0]);
+        const auto r = qa.sq->poll();
+        REQUIRE(r.has_value());
+        REQUIRE(r->has_value());
+        CHECK(**r == 5000);
+        CHECK(std::memcmp(a.at(0), b.at(8192), 5000) == 0);
+        REQUIRE(a.m.fn.data_path() != nullptr);
+        CHECK(a.m.fn.data_path()->wqes_fetched() == 1);
+        CHECK(a.m.fn.data_path()->cqes_written() == 1);
+        CHECK(b.m.fn.data_path()->cqes_written() == 0);
+        CHECK(b.wait(1, 50ms).empty());  // a WRITE consumes no receive: the peer's CQ stays empty
+    }
+    SECTION("inline WRITE, unsignaled WRITEs covered by the next signaled one") {
+        const std::string text = "inline bytes travel in the WQE";
+        qa.sq->post(abi::write_inline_op{std::string_view(text).substr(0, 28), b.remote(100)}, true);
+        fill(a.at(1000), 300, 9);
+        qa.sq->post(abi::write_op{a.local(1000, 100), b.remote(2000)}, false);
+        qa.sq->post(abi::write_op{a.local(1100, 200), b.remote(2100)}, true);
+        qa.sq->ring();
+        const auto c = a.wait(2);
+        REQUIRE(c.size() == 2);
+        CHECK(c[0].wqe_counter == 0);
+        CHECK(c[1].wqe_counter == 2);  // the unsignaled entry 1 completes with it
+        for (const auto& x : c) {
+            CHECK(x.opcode == abi::cqe_opcode::req);
+            qa.complete(x);
+        }
+        for (std::uint32_t bytes : {28u, 100u, 200u}) {
+            const auto r = qa.sq->poll();
+            REQUIRE(r.has_value());
+            REQUIRE(r->has_value());
+            CHECK(**r == bytes);
+        }
+        CHECK(std::memcmp(b.at(100), text.data(), 28) == 0);
+        CHECK(std::memcmp(b.at(2000), a.at(1000), 300) == 0);
+    }
+    SECTION("SEND lands in the posted receive: RESP_SEND with the length, REQ on the sender") {
+        b.at(30000)[0] = std::byte{0};
+        qb.rq->post(b.local(30000, 4096));
+        qb.rq->ring();
+        fill(a.at(500), 3000, 77);
+        qa.sq->post(abi::send_op{a.local(500, 3000)}, true);
+        qa.sq->ring();
+        const auto rc = b.wait(1);
+        REQUIRE(rc.size() == 1);
+        CHECK(rc[0].opcode == abi::cqe_opcode::resp_send);
+        CHECK(rc[0].byte_count == 3000);
+        CHECK(rc[0].wqe_counter == 0);
+        CHECK(rc[0].qpn == qb.qp.qpn());
+        qb.complete(rc[0]);
+        const auto rr = qb.rq->poll();
+        REQUIRE(rr.has_value());
+        REQUIRE(rr->has_value());
+        CHECK(**rr == 3000);
+        CHECK(std::memcmp(b.at(30000), a.at(500), 3000) == 0);
+        const auto sc = a.wait(1);
+        REQUIRE(sc.size() == 1);
+        CHECK(sc[0].opcode == abi::cqe_opcode::req);
+        CHECK(sc[0].send_opcode == static_cast<std::uint8_t>(abi::send_opcode::send));
+    }
+    SECTION("RDMA READ of 6000 bytes from the peer") {
+        fill(b.at(40000), 6000, 21);
+        std::memset(a.at(10000), 0, 6000);
+        qa.sq->post(abi::read_op{b.remote(40000), a.local(10000, 6000)}, true);
+        qa.sq->ring();
+        const auto c = a.wait(1);
+        REQUIRE(c.size() == 1);
+        CHECK(c[0].opcode == abi::cqe_opcode::req);
+        CHECK(c[0].send_opcode == static_cast<std::uint8_t>(abi::send_opcode::rdma_read));
+        CHECK(c[0].byte_count == 6000);
+        CHECK(std::memcmp(a.at(10000), b.at(40000), 6000) == 0);
+    }
+}
+
+TEST_CASE("mlx5 data path: a bad rkey completes REMOTE_ACCESS, the rest flushes", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0x10, 0x20);
+    connect(b, qb, a, qa, 0x20, 0x10);
+
+    fill(a.at(0), 64, 1);
+    std::memset(b.at(0), 0, 4096);
+    qa.sq->post(abi::write_op{a.local(0, 64), b.remote(0)}, true);
+    qa.sq->post(abi::write_op{a.local(0, 64), {static_cast<std::int64_t>(b.iova), b.key.rkey() ^ 0x55}}, true);
+    qa.sq->post(abi::write_op{a.local(0, 64), b.remote(1024)}, true);
+    qa.sq->post(abi::write_op{a.local(0, 64), b.remote(2048)}, true);
+    qa.sq->ring();
+    const auto c = a.wait(4);
+    REQUIRE(c.size() == 4);
+    CHECK(c[0].opcode == abi::cqe_opcode::req);
+    CHECK(c[1].opcode == abi::cqe_opcode::req_err);
+    CHECK(c[1].error == abi::cqe_error::remote_access);
+    CHECK(c[1].syndrome == 0x13);
+    CHECK(c[1].wqe_counter == 1);
+    for (std::size_t i = 2; i < 4; ++i) {
+        CHECK(c[i].opcode == abi::cqe_opcode::req_err);
+        CHECK(c[i].syndrome == 0x05);  // WR_FLUSH_ERR
+        CHECK(c[i].wqe_counter == i);
+    }
+    for (const auto& x : c) {
+        qa.complete(x);
+    }
+    CHECK(qa.sq->poll()->has_value());
+    const auto failed = qa.sq->poll();
+    REQUIRE(failed.has_value());
+    REQUIRE_FALSE(failed->has_value());
+    CHECK(failed->error().syndrome == 0x13);
+    CHECK(std::memcmp(b.at(0), a.at(0), 64) == 0);
+    CHECK(b.at(1024)[0] == std::byte{0});  // the flushed entries moved nothing
+    CHECK(b.at(2048)[0] == std::byte{0});
+    // the failure moved the QP to ERR, as QUERY_QP reports; later entries flush too
+    CHECK(value(qa.qp.query(a.q(), soon())).state == ifc::qpc_state::err);
+    qa.sq->post(abi::write_op{a.local(0, 64), b.remote(3072)}, true);
+    qa.sq->ring();
+    const auto later = a.wait(1);
+    REQUIRE(later.size() == 1);
+    CHECK(later[0].syndrome == 0x05);
+}
+
+TEST_CASE("mlx5 data path: a malformed WQE completes with a local QP operation error", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 1, 2);
+    connect(b, qb, a, qa, 2, 1);
+    std::memset(b.at(0), 0, 64);
+    fill(a.at(0), 64, 8);
+    const auto n = qa.sq->post(abi::write_op{a.local(0, 64), b.remote(0)}, true);
+    std::byte* e = qa.qp.send_queue().data();
+    std::uint8_t opcode = static_cast<std::uint8_t>(abi::send_opcode::rdma_write);
+    SECTION("an opcode the card does not have") {
+        e[3] = std::byte{0x3f};  // ctrl opcode byte
+        opcode = 0x3f;
+    }
+    SECTION("ds 0") {
+        e[7] &= std::byte{0xc0};  // qpn_ds: ds in the low 6 bits
+    }
+    SECTION("ds beyond the entries the doorbell record posted") {
+        e[7] = std::byte{0x3f};   // 63 x 16 bytes: 16 blocks, one posted
+    }
+    SECTION("a data segment with lkey 0") {
+        std::memset(e + 32 + 4, 0, 4);
+    }
+    qa.sq->ring();
+    const auto c = a.wait(1);
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].opcode == abi::cqe_opcode::req_err);
+    CHECK(c[0].error == abi::cqe_error::local_qp_op);
+    CHECK(c[0].wqe_counter == n);
+    CHECK(c[0].send_opcode == opcode);
+    CHECK(b.at(0)[0] == std::byte{0});  // nothing moved
+}
+
+TEST_CASE("mlx5 data path: WQEs as abi writes them parse into the engine's requests", "[model][mlx5]") {
+    std::array<std::byte, 1024> ring{};
+    abi::write(ring, 0, 0x123, 5, abi::write_inline_op{"hello", {0x1000, 0x4242}}, true);
+    auto p = model::parse_send_wqe(ring, 5, 0x123, 1);
+    CHECK_FALSE(p.malformed);
+    CHECK(p.blocks == 1);
+    CHECK(p.request.op == rig::sim::roce::work_op::write);
+    CHECK(p.request.is_inline);
+    CHECK(p.request.inline_bytes == 5);
+    CHECK(std::memcmp(p.request.inline_data.data(), "hello", 5) == 0);
+    CHECK(p.request.remote_va == 0x1000);
+    CHECK(p.request.rkey == 0x4242);
+    CHECK(p.request.signaled);
+
+    abi::write(ring, 0, 0x123, 6, abi::read_op{{0x2000, 0x77}, {0x3000, 900, 0x88}}, false);
+    p = model::parse_send_wqe(ring, 6, 0x123, 4);
+    CHECK_FALSE(p.malformed);
+    CHECK(p.request.op == rig::sim::roce::work_op::read);
+    CHECK_FALSE(p.request.signaled);
+    REQUIRE(p.request.sge_count == 1);
+    CHECK(p.request.sg[0].key == 0x88);
+    CHECK(p.request.sg[0].va == 0x3000);
+    CHECK(p.request.sg[0].length == 900);
+    CHECK(p.request.remote_va == 0x2000);
+    CHECK(p.request.rkey == 0x77);
+    CHECK(model::parse_send_wqe(ring, 7, 0x123, 1).malformed);  // the index is not this entry's
+    CHECK(model::parse_send_wqe(ring, 6, 0x124, 1).malformed);  // nor the QPN
+
+    abi::write(ring, 0, 0x123, 8, abi::send_op{{0x5000, 0, 0x99}}, true);  // zero length: no data segment
+    p = model::parse_send_wqe(ring, 8, 0x123, 1);
+    CHECK_FALSE(p.malformed);
+    CHECK(p.request.op == rig::sim::roce::work_op::send);
+    CHECK(p.request.sge_count == 0);
+
+    std::array<std::byte, 64> rq{};
+    const std::array<abi::local, 2> scatter{abi::local{0x100, 10, 1}, abi::local{0x200, 20, 2}};
+    abi::write_receive(rq, 0, 64, scatter);
+    rig::sim::roce::receive_request r;
+    REQUIRE(model::parse_receive_wqe(rq, 3, r));
+    CHECK(r.index == 3);
+    REQUIRE(r.sge_count == 2);  // the third segment is the MLX5_INVALID_LKEY end mark
+    CHECK(r.sg[1].key == 2);
+    CHECK(r.sg[1].va == 0x200);
+    CHECK(r.sg[1].length == 20);
+}
+
+TEST_CASE("mlx5 data path: one QP connected to itself; an armed CQ raises one COMP event", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w);
+    queue_pair qa(a);
+    connect(a, qa, a, qa, 0x777, 0x777);
+    a.cqq->arm();
+    fill(a.at(0), 2000, 5);
+    qa.sq->post(abi::write_op{a.local(0, 2000), a.remote(20000)}, true);
+    qa.sq->ring();
+    const auto c = a.wait(1);
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].opcode == abi::cqe_opcode::req);
+    CHECK(std::memcmp(a.at(0), a.at(20000), 2000) == 0);
+    const auto until = clk::now() + 2s;
+    while (a.comp_events.load() == 0 && clk::now() < until) {
+        std::this_thread::sleep_for(1ms);
+    }
+    CHECK(a.comp_events.load() == 1);
+    // disarmed: the next completion raises nothing until the driver arms again
+    qa.sq->post(abi::write_op{a.local(0, 16), a.remote(30000)}, true);
+    qa.sq->ring();
+    REQUIRE(a.wait(1).size() == 1);
+    std::this_thread::sleep_for(20ms);
+    CHECK(a.comp_events.load() == 1);
+}
+
+TEST_CASE("mlx5 data path: after DESTROY_QP the QP moves no byte", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 5, 6);
+    connect(b, qb, a, qa, 6, 5);
+    ok(qb.qp.destroy(b.q(), *b.m.f, b.h->stranded_registry(), soon()));
+    std::memset(b.at(0), 0, 256);
+    fill(a.at(0), 256, 11);
+    qa.sq->post(abi::write_op{a.local(0, 256), b.remote(0)}, true);
+    qa.sq->ring();
+    std::this_thread::sleep_for(100ms);
+    CHECK(b.at(0)[0] == std::byte{0});
+    CHECK(std::memcmp(b.at(0), std::array<std::byte, 256>{}.data(), 256) == 0);
+}
+
+TEST_CASE("mlx5 data path: a SEND before its receive is retried (RNR) until the receive comes", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0x1000, 0x2000);
+    connect(b, qb, a, qa, 0x2000, 0x1000);
+    fill(a.at(0), 700, 42);
+    qa.sq->post(abi::send_op{a.local(0, 700)}, true);
+    qa.sq->ring();
+    CHECK(a.wait(1, 200ms).empty());  // no receive: RNR NAKs, retried without end, no completion
+    qb.rq->post(b.local(100, 1024));
+    qb.rq->ring();
+    const auto rc = b.wait(1);
+    REQUIRE(rc.size() == 1);
+    CHECK(rc[0].opcode == abi::cqe_opcode::resp_send);
+    CHECK(rc[0].byte_count == 700);
+    CHECK(std::memcmp(b.at(100), a.at(0), 700) == 0);
+    const auto sc = a.wait(1);
+    REQUIRE(sc.size() == 1);
+    CHECK(sc[0].opcode == abi::cqe_opcode::req);
+}
+
+TEST_CASE("mlx5 data path: a SEND longer than its receive fails both sides", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 7, 9);
+    connect(b, qb, a, qa, 9, 7);
+    qb.rq->post(b.local(0, 100));
+    qb.rq->post(b.local(200, 100));
+    qb.rq->ring();
+    qa.sq->post(abi::send_op{a.local(0, 500)}, true);
+    qa.sq->ring();
+    const auto rc = b.wait(2);
+    REQUIRE(rc.size() == 2);
+    CHECK(rc[0].opcode == abi::cqe_opcode::resp_err);
+    CHECK(rc[0].syndrome == 0x01);  // local length
+    CHECK(rc[0].wqe_counter == 0);
+    CHECK(rc[1].opcode == abi::cqe_opcode::resp_err);
+    CHECK(rc[1].syndrome == 0x05);  // flushed
+    CHECK(rc[1].wqe_counter == 1);
+    const auto sc = a.wait(1);
+    REQUIRE(sc.size() == 1);
+    CHECK(sc[0].opcode == abi::cqe_opcode::req_err);
+    CHECK(sc[0].syndrome == 0x12);  // remote invalid request
+}
+
+TEST_CASE("mlx5 data path: 2ERR flushes posted receives; 2RST and a new connection run again", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0x50, 0x60);
+    connect(b, qb, a, qa, 0x60, 0x50);
+    qb.rq->post(b.local(0, 64));
+    qb.rq->post(b.local(64, 64));
+    qb.rq->ring();
+    std::this_thread::sleep_for(20ms);  // the model has taken them
+    ok(qb.qp.to_error(b.q(), soon()));
+    const auto rc = b.wait(2);
+    REQUIRE(rc.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(rc[i].opcode == abi::cqe_opcode::resp_err);
+        CHECK(rc[i].syndrome == 0x05);
+        CHECK(rc[i].wqe_counter == i);
+    }
+}
+
+TEST_CASE("mlx5 data path: 300 WRITEs through a 64-entry send ring and a 256-entry CQ", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0xfffff0, 0x10);  // the PSN wraps too
+    connect(b, qb, a, qa, 0x10, 0xfffff0);
+    fill(a.at(0), 64 * 1024, 13);
+    std::size_t done = 0;
+    std::uint64_t next = 0;
+    while (done < 300) {
+        while (next < 300 && qa.sq->room() > 0) {
+            const std::size_t at = (next * 192) % (60 * 1024);
+            qa.sq->post(abi::write_op{a.local(at, 192), b.remote(at)}, true);
+            ++next;
+        }
+        qa.sq->ring();
+        const auto c = a.wait(1);
+        REQUIRE(c.size() == 1);
+        CHECK(c[0].opcode == abi::cqe_opcode::req);
+        CHECK(c[0].wqe_counter == (done & 0xffff));
+        qa.complete(c[0]);
+        const auto r = qa.sq->poll();
+        REQUIRE(r.has_value());
+        REQUIRE(r->has_value());
+        ++done;
+    }
+    CHECK(std::memcmp(a.at(0), b.at(0), 300 * 192) == 0);
+    CHECK(b.at(300 * 192)[0] == std::byte{0});  // nothing beyond what was written
+}
+
+TEST_CASE("mlx5 data path: a failed QP taken to reset and connected again runs again", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0x30, 0x40);
+    connect(b, qb, a, qa, 0x40, 0x30);
+    qa.sq->post(abi::write_op{a.local(0, 64), {static_cast<std::int64_t>(b.iova), b.key.rkey() + 0x100}}, true);
+    qa.sq->ring();
+    const auto c = a.wait(1);
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].syndrome == 0x13);
+    CHECK(value(qa.qp.query(a.q(), soon())).state == ifc::qpc_state::err);
+    // both sides back to reset and connected again at new PSNs, the driver's rings anew
+    ok(qa.qp.to_reset(a.q(), soon()));
+    ok(qb.qp.to_reset(b.q(), soon()));
+    qa.sq = std::make_unique<qpm::send_queue>(
+        qpm::send_queue_memory{qa.qp.send_queue(), {qa.qp.doorbell_record(), 8}, a.uar_page + abi::bfreg_offset(0, 9), 256},
+        qa.qp.qpn());
+    std::memset(qa.qp.doorbell_record(), 0, 8);  // rdma-core clears the record at 2RST
+    connect(a, qa, b, qb, 0x500, 0x600);
+    connect(b, qb, a, qa, 0x600, 0x500);
+    fill(a.at(0), 1500, 99);
+    qa.sq->post(abi::write_op{a.local(0, 1500), b.remote(4096)}, true);
+    qa.sq->ring();
+    const auto d = a.wait(1);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].opcode == abi::cqe_opcode::req);
+    CHECK(d[0].wqe_counter == 0);
+    CHECK(std::memcmp(b.at(4096), a.at(0), 1500) == 0);
+}
+
+TEST_CASE("mlx5 data path: after DESTROY_MKEY its rkey is refused", "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 3, 4);
+    connect(b, qb, a, qa, 4, 3);
+    const auto target = b.remote(0);
+    ok(b.key.destroy(b.q(), soon()));
+    std::memset(b.at(0), 0, 128);
+    fill(a.at(0), 128, 6);
+    qa.sq->post(abi::write_op{a.local(0, 128), target}, true);
+    qa.sq->ring();
+    const auto c = a.wait(1);
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].opcode == abi::cqe_opcode::req_err);
+    CHECK(c[0].syndrome == 0x13);  // remote access
+    CHECK(b.at(0)[0] == std::byte{0});
+}

@@ -1,0 +1,197 @@
+// Bytes moved through the API by the model's data path (sim/mlx5/datapath): RDMA WRITE (also
+// inline), SEND into a posted receive, RDMA READ, many entries on one doorbell, between two
+// NICs, two queue pairs of one NIC and a queue pair connected to itself; a send longer than
+// its receive fails both queue pairs, and what is posted after completes with the failure.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "qp/nic.hpp"
+#include "qp/qp.hpp"
+#include "sim/roce/wire.hpp"
+#include "test/model/qp_api/served_nics.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using rig::test::ok;
+using rig::test::served_function;
+using rig::test::value;
+
+constexpr auto bound = std::chrono::microseconds(5s);
+
+void fill(const rig::region& r, std::size_t at, std::size_t n, std::uint8_t seed) {
+    for (std::size_t i = 0; i < n; ++i) {
+        r.data()[at + i] = std::byte(static_cast<std::uint8_t>(seed + i * 7));
+    }
+}
+bool same(const rig::region& a, std::size_t at, const rig::region& b, std::size_t bt, std::size_t n) {
+    return std::memcmp(a.data() + at, b.data() + bt, n) == 0;
+}
+// The oldest entry of `s` completed Ok with `n` bytes.
+void done(rig::queue_pair& q, rig::side s, std::uint32_t n) {
+    auto c = q.wait(s, bound);
+    REQUIRE(c.has_value());
+    INFO((*c ? std::string() : c->error().message));
+    REQUIRE(c->has_value());
+    CHECK(**c == n);
+}
+
+// a (region ra) and b (region rb), connected: a's operations land in rb.
+void round_trips(rig::queue_pair& a, const rig::region& ra, rig::queue_pair& b, const rig::region& rb) {
+    // RDMA WRITE
+    fill(ra, 0, 1000, 1);
+    a.write(ra, 0, 1000, rb.remote(100));
+    done(a, rig::side::send, 1000);
+    CHECK(same(ra, 0, rb, 100, 1000));
+
+    // RDMA WRITE inline, in the entry itself
+    const std::byte small[] = {std::byte{'i'}, std::byte{'n'}, std::byte{'l'}, std::byte{'i'}, std::byte{'n'},
+                               std::byte{'e'}};
+    a.write_inline(small, rb.remote(5000));
+    done(a, rig::side::send, 6);
+    CHECK(std::memcmp(rb.data() + 5000, small, 6) == 0);
+
+    // SEND into the peer's posted receive: the receive gives the message's length
+    b.receive(rb, 8192, 4096);
+    fill(ra, 2000, 3000, 2);
+    a.send(ra, 2000, 3000);
+    done(a, rig::side::send, 3000);
+    done(b, rig::side::receive, 3000);
+    CHECK(same(ra, 2000, rb, 8192, 3000));
+
+    // RDMA READ of the peer's bytes
+    fill(rb, 20000, 2000, 3);
+    a.read(rb.remote(20000), ra, 30000, 2000);
+    done(a, rig::side::send, 2000);
+    CHECK(same(rb, 20000, ra, 30000, 2000));
+
+    // many entries, one doorbell; completions in entry order
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        fill(ra, 40000 + 64 * i, 64, static_cast<std::uint8_t>(i));
+        a.post_write(ra, 40000 + 64 * i, 64 - i, rb.remote(40000 + 64 * i));
+    }
+    CHECK(a.room(rig::side::send) == 4096 - 16);
+    a.ring(rig::side::send);
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        done(a, rig::side::send, 64 - i);
+    }
+    CHECK(a.room(rig::side::send) == 4096);
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        CHECK(same(ra, 40000 + 64 * i, rb, 40000 + 64 * i, 64 - i));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("transfer: WRITE, inline WRITE, SEND/RECEIVE, READ and a batch between two NICs", "[model][mlx5][api]") {
+    rig::sim::roce::wire w;
+    served_function m1(rig::test::quick_model(0), &w);
+    served_function m2(rig::test::quick_model(1), &w);
+    auto n1 = m1.open();
+    auto n2 = m2.open();
+    auto r1 = value(n1->allocate(64 * 1024, rig::access::remote));
+    auto r2 = value(n2->allocate(64 * 1024, rig::access::remote));
+    auto a = value(n1->make_qp());
+    auto b = value(n2->make_qp());
+    ok(a.connect(b.local()));
+    ok(b.connect(a.local()));
+    round_trips(a, r1, b, r2);
+    round_trips(b, r2, a, r1);
+    ok(a.destroy());
+    ok(b.destroy());
+}
+
+TEST_CASE("transfer: two queue pairs of one NIC, and a queue pair connected to itself", "[model][mlx5][api]") {
+    rig::sim::roce::wire w;
+    served_function m(rig::test::quick_model(0), &w);
+    auto nic = m.open();
+    auto r1 = value(nic->allocate(64 * 1024, rig::access::remote));
+    auto r2 = value(nic->allocate(64 * 1024, rig::access::remote));
+    auto a = value(nic->make_qp());
+    auto b = value(nic->make_qp());
+    ok(a.connect(b.local()));
+    ok(b.connect(a.local()));
+    round_trips(a, r1, b, r2);
+
+    auto self = value(nic->make_qp());
+    ok(self.connect(self.local()));
+    round_trips(self, r1, self, r2);
+}
+
+TEST_CASE("transfer: a send longer than its receive fails both queue pairs; later entries are flushed",
+          "[model][mlx5][api]") {
+    rig::sim::roce::wire w;
+    served_function m1(rig::test::quick_model(0), &w);
+    served_function m2(rig::test::quick_model(1), &w);
+    auto n1 = m1.open();
+    auto n2 = m2.open();
+    auto r1 = value(n1->allocate(16 * 1024, rig::access::remote));
+    auto r2 = value(n2->allocate(16 * 1024, rig::access::remote));
+    auto a = value(n1->make_qp());
+    auto b = value(n2->make_qp());
+    ok(a.connect(b.local()));
+    ok(b.connect(a.local()));
+
+    a.write(r1, 0, 64, r2.remote(0));  // completes before the failure: keeps its result
+    done(a, rig::side::send, 64);
+    b.receive(r2, 0, 10);
+    b.receive(r2, 100, 1000);  // never filled: flushed
+    a.send(r1, 0, 100);        // longer than the receive it lands in
+    auto s = a.wait(rig::side::send, bound);
+    REQUIRE(s.has_value());
+    REQUIRE_FALSE(s->has_value());
+    CHECK(s->error().kind == rig::error_kind::entry);
+    CHECK_FALSE(s->error().flushed);
+    auto rcv = b.wait(rig::side::receive, bound);
+    REQUIRE(rcv.has_value());
+    REQUIRE_FALSE(rcv->has_value());
+    CHECK_FALSE(rcv->error().flushed);  // the receive that was too small failed itself
+    auto rest = b.wait(rig::side::receive, bound);
+    REQUIRE(rest.has_value());
+    REQUIRE_FALSE(rest->has_value());
+    CHECK(rest->error().flushed);
+
+    // A failed queue pair stays failed: what is posted later completes with the failure.
+    a.write(r1, 0, 8, r2.remote(0));
+    auto later = a.wait(rig::side::send, bound);
+    REQUIRE(later.has_value());
+    REQUIRE_FALSE(later->has_value());
+    CHECK(later->error().flushed);
+    CHECK(a.room(rig::side::send) == 4096);
+}
+
+TEST_CASE("transfer: after destroy returns Ok the NIC writes nothing for the queue pair; the peer's send "
+          "fails once its retries end",
+          "[model][mlx5][api]") {
+    rig::sim::roce::wire w;
+    served_function m1(rig::test::quick_model(0), &w);
+    served_function m2(rig::test::quick_model(1), &w);
+    auto n1 = m1.open();
+    auto n2 = m2.open();
+    auto r1 = value(n1->allocate(8192, rig::access::remote));
+    auto r2 = value(n2->allocate(8192, rig::access::remote));
+    auto a = value(n1->make_qp());
+    auto b = value(n2->make_qp());
+    ok(a.connect(b.local()));
+    ok(b.connect(a.local()));
+    b.receive(r2, 0, 4096);
+    ok(b.destroy());
+    fill(r1, 0, 100, 9);
+    const auto t0 = std::chrono::steady_clock::now();
+    a.send(r1, 0, 100);
+    auto s = a.wait(rig::side::send, bound);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    REQUIRE(s.has_value());
+    REQUIRE_FALSE(s->has_value());
+    CHECK_FALSE(s->error().flushed);
+    CHECK(took >= 7 * 60ms);  // 7 retries, each after the 67 ms ack timeout
+    CHECK(took < 4s);
+    for (std::size_t i = 0; i < 4096; ++i) {
+        REQUIRE(r2.data()[i] == std::byte{0});  // the destroyed QP's receive took nothing
+    }
+}
