@@ -46,10 +46,7 @@ double median(std::vector<double> v) {
 }
 
 std::vector<std::byte> command(ifc::opcode op, std::uint16_t op_mod, std::size_t in_bytes) {
-    std::vector<std::byte> in(in_bytes);
-    rig::abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-    rig::abi::set<ifc::mbox_in::op_mod>(in, op_mod);
-    return in;
+    return fw::command_input<ifc::mbox_in>(op, op_mod, in_bytes);
 }
 
 template <class T>

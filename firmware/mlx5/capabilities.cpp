@@ -26,13 +26,6 @@ error plain_error(error_kind kind, std::string message) {
     return e;
 }
 
-template <class L>
-std::vector<std::byte> command(ifc::opcode op, std::uint16_t op_mod = 0) {
-    std::vector<std::byte> in(L::size_bytes);
-    abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-    abi::set<ifc::mbox_in::op_mod>(in, op_mod);
-    return in;
-}
 
 }  // namespace
 
@@ -42,7 +35,7 @@ result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, c
     using QOut = ifc::query_hca_cap_out;
     using SIn = ifc::set_hca_cap_in;
     const auto query = [&](ifc::cap_type t, ifc::cap_mode m) -> result<std::vector<std::byte>> {
-        auto in = command<QIn>(ifc::opcode::query_hca_cap, ifc::query_hca_cap_op_mod(t, m));
+        auto in = command_input<QIn>(ifc::opcode::query_hca_cap, ifc::query_hca_cap_op_mod(t, m));
         auto out = q.exec<QIn, QOut>(in, by);
         if (!out) {
             return std::unexpected(std::move(out.error()));
@@ -50,7 +43,7 @@ result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, c
         return std::vector<std::byte>(out->begin() + cap_page_at, out->begin() + cap_page_at + cap_union_bytes);
     };
     const auto set = [&](ifc::cap_type t, std::span<const std::byte> page) -> result<void> {
-        auto in = command<SIn>(ifc::opcode::set_hca_cap, ifc::set_hca_cap_op_mod(t));
+        auto in = command_input<SIn>(ifc::opcode::set_hca_cap, ifc::set_hca_cap_op_mod(t));
         std::memcpy(in.data() + cap_page_at, page.data(), cap_union_bytes);
         auto out = q.exec<SIn, ifc::set_hca_cap_out>(in, by);
         if (!out) {

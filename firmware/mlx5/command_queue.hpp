@@ -59,6 +59,16 @@ struct stranded_command {
     std::vector<std::uint64_t> mailbox_iovas;    // input blocks, then output blocks
 };
 
+// A command's input, zeroed, `bytes` long (the layout's size, or more for a trailing array),
+// with the mbox_in header every command starts with: opcode and op_mod.
+template <class In>
+std::vector<std::byte> command_input(ifc::opcode op, std::uint16_t op_mod = 0, std::size_t bytes = In::size_bytes) {
+    std::vector<std::byte> in(bytes);
+    ::rig::abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
+    ::rig::abi::set<ifc::mbox_in::op_mod>(in, op_mod);
+    return in;
+}
+
 class command_queue {
 public:
     using clock = std::chrono::steady_clock;

@@ -33,13 +33,6 @@ error plain_error(error_kind kind, std::string message) {
 
 bool firmware_gone(const error& e) { return e.kind == error_kind::timeout || e.kind == error_kind::fatal; }
 
-template <class L>
-std::vector<std::byte> command(ifc::opcode op, std::uint16_t op_mod = 0, std::size_t bytes = L::size_bytes) {
-    std::vector<std::byte> in(bytes);
-    abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-    abi::set<ifc::mbox_in::op_mod>(in, op_mod);
-    return in;
-}
 
 }  // namespace
 
@@ -214,7 +207,7 @@ result<void> hca::step(bring_up_step s) {
 
 result<std::vector<std::byte>> hca::exec_simple(ifc::opcode op, std::uint16_t op_mod, std::size_t in_bytes,
                                                 std::size_t out_bytes, clock::time_point by) {
-    auto in = command<ifc::mbox_in>(op, op_mod, in_bytes);
+    auto in = command_input<ifc::mbox_in>(op, op_mod, in_bytes);
     return _queue->exec(in, out_bytes, by);
 }
 
@@ -270,7 +263,7 @@ result<void> hca::issi(clock::time_point by) {
                                            "the firmware does not support ISSI 1 (supported_issi_dw0 " +
                                                abi::hex(abi::get<Out::supported_issi_dw0>(*q)) + ")"));
     }
-    auto in = command<ifc::set_issi_in>(ifc::opcode::set_issi);
+    auto in = command_input<ifc::set_issi_in>(ifc::opcode::set_issi);
     abi::set<ifc::set_issi_in::current_issi>(in, 1);
     auto s = _queue->exec<ifc::set_issi_in, ifc::set_issi_out>(in, by);
     if (!s) {
@@ -282,7 +275,7 @@ result<void> hca::issi(clock::time_point by) {
 result<void> hca::host_endianness(clock::time_point by) {
     using In = ifc::access_register_in;
     constexpr std::size_t n = ifc::access_reg::host_endianness_bytes;
-    auto in = command<In>(ifc::opcode::access_reg, ifc::access_reg::op_mod_write, In::size_bytes + n);
+    auto in = command_input<In>(ifc::opcode::access_reg, ifc::access_reg::op_mod_write, In::size_bytes + n);
     abi::set<In::register_id>(in, ifc::access_reg::reg_host_endianness);
     in[In::size_bytes] = std::endian::native == std::endian::little ? std::byte{0x00} : std::byte{0x80};
     auto r = _queue->exec(in, ifc::access_register_out::size_bytes + n, by);
@@ -309,13 +302,13 @@ result<void> hca::nic_vport(clock::time_point by) {
     using QIn = ifc::query_nic_vport_context_in;
     using QOut = ifc::query_nic_vport_context_out;
     using ctx = ifc::nic_vport_context;
-    auto in = command<MIn>(ifc::opcode::modify_nic_vport_context);
+    auto in = command_input<MIn>(ifc::opcode::modify_nic_vport_context);
     abi::set<MIn::field_select(ifc::modify_nic_vport_field_select::roce_en)>(in, 1);
     abi::set<MIn::nic_vport_context(ctx::roce_en)>(in, 1);
     if (auto r = _queue->exec<MIn, ifc::modify_nic_vport_context_out>(in, by); !r) {
         return std::unexpected(std::move(r.error()));
     }
-    auto q = _queue->exec<QIn, QOut>(command<QIn>(ifc::opcode::query_nic_vport_context), by);
+    auto q = _queue->exec<QIn, QOut>(command_input<QIn>(ifc::opcode::query_nic_vport_context), by);
     if (!q) {
         return std::unexpected(std::move(q.error()));
     }
@@ -331,7 +324,7 @@ result<void> hca::nic_vport(clock::time_point by) {
     }
     using SIn = ifc::query_vport_state_in;
     using SOut = ifc::query_vport_state_out;
-    auto st = _queue->exec<SIn, SOut>(command<SIn>(ifc::opcode::query_vport_state), by);
+    auto st = _queue->exec<SIn, SOut>(command_input<SIn>(ifc::opcode::query_vport_state), by);
     if (!st) {
         return std::unexpected(std::move(st.error()));
     }
@@ -347,7 +340,7 @@ result<void> hca::gid(clock::time_point by) {
     e.gid = link_local_gid(_mac);
     e.roce_version = ifc::roce_addr::version_2;
     e.l3_type = ifc::roce_addr::l3_type_ipv6;
-    auto in = command<In>(ifc::opcode::set_roce_address);
+    auto in = command_input<In>(ifc::opcode::set_roce_address);
     abi::set<In::roce_address_index>(in, e.index);
     auto l3 = abi::bytes_of(std::span<std::byte>(in), In::roce_address(addr::source_l3_address));
     std::transform(e.gid.begin(), e.gid.end(), l3.begin(), [](std::uint8_t b) { return std::byte{b}; });
@@ -463,7 +456,7 @@ result<void> hca::undo() {
     if (_initialized && !dead()) {
         using In = ifc::teardown_hca_in;
         using Out = ifc::teardown_hca_out;
-        auto in = command<In>(ifc::opcode::teardown_hca);
+        auto in = command_input<In>(ifc::opcode::teardown_hca);
         abi::set<In::profile>(in, static_cast<std::uint16_t>(ifc::teardown_profile::graceful_close));
         auto r = _queue->exec<In, Out>(in, clock::now() + t.teardown_hca);
         if (!r) {

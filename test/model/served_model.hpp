@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "driver/function.hpp"
+#include "firmware/mlx5/command_queue.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/server.hpp"
 
@@ -29,6 +31,12 @@ struct temp_socket {
     temp_socket& operator=(const temp_socket&) = delete;
     std::string path() const { return dir + "/mlx5.sock"; }
 };
+
+// A command's input for the tests: the layout's size plus `extra` trailing bytes.
+template <class In>
+std::vector<std::byte> make(mlx5::ifc::opcode op, std::uint16_t op_mod = 0, std::size_t extra = 0) {
+    return firmware::mlx5::command_input<In>(op, op_mod, In::size_bytes + extra);
+}
 
 struct served_model {
     temp_socket sock;

@@ -57,13 +57,7 @@ void require_clean(rig::test::served_model& m, std::size_t baseline_windows) {
     CHECK(m.fn.page_violations().empty());
 }
 
-template <class In>
-std::vector<std::byte> make(opcode op, std::uint16_t op_mod = 0, std::size_t extra = 0) {
-    std::vector<std::byte> in(In::size_bytes + extra);
-    abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-    abi::set<ifc::mbox_in::op_mod>(in, op_mod);
-    return in;
-}
+using rig::test::make;
 
 }  // namespace
 

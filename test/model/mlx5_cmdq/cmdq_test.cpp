@@ -160,10 +160,7 @@ struct rig_fixture : rig::test::served_model {
 
     template <class In>
     std::vector<std::byte> make(opcode op, std::uint16_t op_mod = 0, std::size_t extra = 0) {
-        std::vector<std::byte> in(In::size_bytes + extra);
-        abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-        abi::set<ifc::mbox_in::op_mod>(in, op_mod);
-        return in;
+        return rig::test::make<In>(op, op_mod, extra);
     }
     template <class In, class Out>
     result simple(opcode op, std::uint16_t op_mod = 0) {

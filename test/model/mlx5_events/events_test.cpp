@@ -40,13 +40,7 @@ using clk = std::chrono::steady_clock;
 
 clk::time_point in(clk::duration d) { return clk::now() + d; }
 
-template <class In>
-std::vector<std::byte> make(opcode op, std::uint16_t op_mod = 0) {
-    std::vector<std::byte> v(In::size_bytes);
-    abi::set<ifc::mbox_in::opcode>(v, static_cast<std::uint16_t>(op));
-    abi::set<ifc::mbox_in::op_mod>(v, op_mod);
-    return v;
-}
+using rig::test::make;
 
 template <class T>
 void require_ok(const fw::result<T>& r) {

@@ -53,13 +53,7 @@ model::function_options fast_options() {
     return o;
 }
 
-template <class In>
-std::vector<std::byte> make(opcode op, std::uint16_t op_mod = 0, std::size_t extra = 0) {
-    std::vector<std::byte> in(In::size_bytes + extra);
-    abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-    abi::set<ifc::mbox_in::op_mod>(in, op_mod);
-    return in;
-}
+using rig::test::make;
 
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 2s) {
     const auto until = clk::now() + limit;

@@ -32,12 +32,7 @@ using clk = std::chrono::steady_clock;
 
 clk::time_point soon() { return clk::now() + 5s; }
 
-template <class In>
-std::vector<std::byte> make(opcode op, std::size_t extra = 0) {
-    std::vector<std::byte> in(In::size_bytes + extra);
-    abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-    return in;
-}
+using rig::test::make;
 
 template <class T>
 T value(fw::result<T> r) {
@@ -89,7 +84,7 @@ struct nic {
         REQUIRE(mapped.has_value());
         const std::uint64_t iova = *mapped;
         using MP = ifc::manage_pages_in;
-        auto give = make<MP>(opcode::manage_pages, 8 * n);
+        auto give = make<MP>(opcode::manage_pages, 0, 8 * n);
         abi::set<MP::op_mod>(give, static_cast<std::uint16_t>(ifc::manage_pages_op_mod::allocation_success));
         abi::set<MP::input_num_entries>(give, n);
         for (std::size_t i = 0; i < n; ++i) {

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/model/served_model.hpp"
+
 #include "abi/bits.hpp"
 #include "abi/mlx5/ifc.hpp"
 #include "driver/dma_memory.hpp"
@@ -29,12 +31,7 @@ constexpr std::uint64_t base = 0x100000;       // IOVA of the mapped memory
 constexpr std::uint64_t queues = base + (1u << 20);  // queue buffers from here (firmware pages below)
 constexpr std::size_t mapped_bytes = 4u << 20;
 
-template <class In>
-std::vector<std::byte> make(opcode op, std::size_t extra = 0) {
-    std::vector<std::byte> in(In::size_bytes + extra);
-    abi::set<ifc::mbox_in::opcode>(in, static_cast<std::uint16_t>(op));
-    return in;
-}
+using rig::test::make;
 
 std::span<std::byte> bytes(std::vector<std::byte>& v, abi::field f) {
     return abi::bytes_of(std::span<std::byte>(v), f);
@@ -61,7 +58,7 @@ struct fixture {
         ok(run(make<ifc::enable_hca_in>(opcode::enable_hca), ifc::enable_hca_out::size_bytes));
         const std::size_t n = std::size_t{o.boot_pages} + o.init_pages;
         using MP = ifc::manage_pages_in;
-        auto give = make<MP>(opcode::manage_pages, 8 * n);
+        auto give = make<MP>(opcode::manage_pages, 0, 8 * n);
         abi::set<MP::op_mod>(give, static_cast<std::uint16_t>(ifc::manage_pages_op_mod::allocation_success));
         abi::set<MP::input_num_entries>(give, n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -113,7 +110,7 @@ struct fixture {
                                  std::uint64_t event_mask = 0) {
         using In = ifc::create_eq_in;
         const std::size_t pages = ((std::size_t{64} << log) + 4095) / 4096;
-        auto in = make<In>(opcode::create_eq, 8 * pages);
+        auto in = make<In>(opcode::create_eq, 0, 8 * pages);
         abi::set<In::eq_context_entry(ifc::eqc::log_eq_size)>(in, log);
         abi::set<In::eq_context_entry(ifc::eqc::uar_page)>(in, uar);
         abi::set<In::eq_context_entry(ifc::eqc::intr)>(in, vector);
@@ -127,7 +124,7 @@ struct fixture {
                                  std::uint64_t dbr) {
         using In = ifc::create_cq_in;
         const std::size_t pages = ((std::size_t{64} << log) + 4095) / 4096;
-        auto in = make<In>(opcode::create_cq, 8 * pages);
+        auto in = make<In>(opcode::create_cq, 0, 8 * pages);
         abi::set<In::cq_context(ifc::cqc::log_cq_size)>(in, log);
         abi::set<In::cq_context(ifc::cqc::uar_page)>(in, uar);
         abi::set<In::cq_context(ifc::cqc::c_eqn_or_apu_element)>(in, eqn);
@@ -146,7 +143,7 @@ struct fixture {
     std::vector<std::byte> qp_in(std::uint32_t pd, std::uint32_t cq, std::uint32_t uar, std::uint64_t at,
                                  std::uint64_t dbr) {
         using In = ifc::create_qp_in;
-        auto in = make<In>(opcode::create_qp, 16);
+        auto in = make<In>(opcode::create_qp, 0, 16);
         constexpr auto qpc = In::qpc;
         abi::set<qpc(ifc::qpc::st)>(in, static_cast<std::uint8_t>(ifc::qpc_st::rc));
         abi::set<qpc(ifc::qpc::pm_state)>(in, static_cast<std::uint8_t>(ifc::qpc_pm_state::migrated));
@@ -215,7 +212,7 @@ TEST_CASE("mlx5 model objects: every command needs an initialized function", "[m
     fixture t({}, false);
     for (opcode op : {opcode::alloc_uar, opcode::alloc_pd, opcode::create_mkey, opcode::create_eq, opcode::create_cq,
                       opcode::create_qp, opcode::rst2init_qp, opcode::query_qp, opcode::destroy_qp}) {
-        auto out = t.run(make<ifc::create_qp_in>(op, 64), ifc::query_qp_out::size_bytes);
+        auto out = t.run(make<ifc::create_qp_in>(op, 0, 64), ifc::query_qp_out::size_bytes);
         INFO(ifc::to_string(op));
         CHECK(status_of(out) == cmd_status::bad_sys_state_err);
     }
@@ -276,7 +273,7 @@ TEST_CASE("mlx5 model objects: MTT memory keys translate within bounds and right
     const std::uint64_t va = 0x7f0000000100;
     const std::array<std::uint64_t, 3> page_at = {queues + 0x5000, queues + 0x2000, queues + 0x9000};
     auto key_in = [&](std::size_t octwords, std::size_t actual) {
-        auto in = make<In>(opcode::create_mkey, 16 * actual);
+        auto in = make<In>(opcode::create_mkey, 0, 16 * actual);
         abi::set<mkc(ifc::mkc::access_mode_1_0)>(in, static_cast<std::uint8_t>(ifc::mkc_access_mode::mtt));
         abi::set<mkc(ifc::mkc::lr)>(in, 1);
         abi::set<mkc(ifc::mkc::lw)>(in, 1);
