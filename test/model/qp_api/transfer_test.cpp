@@ -86,20 +86,32 @@ void round_trips(rig::queue_pair& a, const rig::region& ra, rig::queue_pair& b, 
     }
 }
 
+// Two NICs of two functions on one wire, a region of `bytes` on each, a queue pair on each,
+// connected to each other.
+struct two_nics {
+    rig::sim::roce::wire w;
+    served_function m1{rig::test::quick_model(0), &w};
+    served_function m2{rig::test::quick_model(1), &w};
+    std::unique_ptr<rig::nic> n1 = m1.open();
+    std::unique_ptr<rig::nic> n2 = m2.open();
+    rig::region r1, r2;
+    rig::queue_pair a, b;
+    explicit two_nics(std::size_t bytes)
+        : r1(value(n1->allocate(bytes, rig::access::remote))),
+          r2(value(n2->allocate(bytes, rig::access::remote))),
+          a(value(n1->make_qp())),
+          b(value(n2->make_qp())) {
+        ok(a.connect(b.local()));
+        ok(b.connect(a.local()));
+    }
+};
+
 }  // namespace
 
 TEST_CASE("transfer: WRITE, inline WRITE, SEND/RECEIVE, READ and a batch between two NICs", "[model][mlx5][api]") {
-    rig::sim::roce::wire w;
-    served_function m1(rig::test::quick_model(0), &w);
-    served_function m2(rig::test::quick_model(1), &w);
-    auto n1 = m1.open();
-    auto n2 = m2.open();
-    auto r1 = value(n1->allocate(64 * 1024, rig::access::remote));
-    auto r2 = value(n2->allocate(64 * 1024, rig::access::remote));
-    auto a = value(n1->make_qp());
-    auto b = value(n2->make_qp());
-    ok(a.connect(b.local()));
-    ok(b.connect(a.local()));
+    two_nics t(64 * 1024);
+    auto &r1 = t.r1, &r2 = t.r2;
+    auto &a = t.a, &b = t.b;
     round_trips(a, r1, b, r2);
     round_trips(b, r2, a, r1);
     ok(a.destroy());
@@ -125,17 +137,9 @@ TEST_CASE("transfer: two queue pairs of one NIC, and a queue pair connected to i
 
 TEST_CASE("transfer: a send longer than its receive fails both queue pairs; later entries are flushed",
           "[model][mlx5][api]") {
-    rig::sim::roce::wire w;
-    served_function m1(rig::test::quick_model(0), &w);
-    served_function m2(rig::test::quick_model(1), &w);
-    auto n1 = m1.open();
-    auto n2 = m2.open();
-    auto r1 = value(n1->allocate(16 * 1024, rig::access::remote));
-    auto r2 = value(n2->allocate(16 * 1024, rig::access::remote));
-    auto a = value(n1->make_qp());
-    auto b = value(n2->make_qp());
-    ok(a.connect(b.local()));
-    ok(b.connect(a.local()));
+    two_nics t(16 * 1024);
+    auto &r1 = t.r1, &r2 = t.r2;
+    auto &a = t.a, &b = t.b;
 
     a.write(r1, 0, 64, r2.remote(0));  // completes before the failure: keeps its result
     done(a, rig::side::send, 64);
@@ -168,17 +172,9 @@ TEST_CASE("transfer: a send longer than its receive fails both queue pairs; late
 TEST_CASE("transfer: after destroy returns Ok the NIC writes nothing for the queue pair; the peer's send "
           "fails once its retries end",
           "[model][mlx5][api]") {
-    rig::sim::roce::wire w;
-    served_function m1(rig::test::quick_model(0), &w);
-    served_function m2(rig::test::quick_model(1), &w);
-    auto n1 = m1.open();
-    auto n2 = m2.open();
-    auto r1 = value(n1->allocate(8192, rig::access::remote));
-    auto r2 = value(n2->allocate(8192, rig::access::remote));
-    auto a = value(n1->make_qp());
-    auto b = value(n2->make_qp());
-    ok(a.connect(b.local()));
-    ok(b.connect(a.local()));
+    two_nics t(8192);
+    auto &r1 = t.r1, &r2 = t.r2;
+    auto &a = t.a, &b = t.b;
     b.receive(r2, 0, 4096);
     ok(b.destroy());
     fill(r1, 0, 100, 9);
