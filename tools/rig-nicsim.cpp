@@ -176,6 +176,9 @@ int main(int argc, char** argv) {
 
     // SIGINT/SIGTERM are taken by sigwait on this thread: block them before any thread starts,
     // so that every thread inherits the mask and none is interrupted.
+    // A shell starts background jobs with SIGINT ignored; a stop request must still stop us.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
