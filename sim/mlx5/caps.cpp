@@ -168,12 +168,8 @@ void firmware::query_hca_cap(call& c) {
 
 void firmware::set_hca_cap(call& c) {
     using In = ifc::set_hca_cap_in;
-    if (!c.sizes<In, ifc::set_hca_cap_out>()) {
-        return;
-    }
     // Capabilities are set between ENABLE_HCA and INIT_HCA (reference §2.8)
-    if (_state != hca_state::enabled) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, ifc::set_hca_cap_out>() || !in_state(c, hca_state::enabled)) {
         return;
     }
     if (c.get(In::other_function) != 0 || c.get(In::function_id) != 0) {
@@ -272,11 +268,7 @@ void firmware::access_reg(call& c) {
 void firmware::query_vport_state(call& c) {
     using In = ifc::query_vport_state_in;
     using Out = ifc::query_vport_state_out;
-    if (!c.sizes<In, Out>()) {
-        return;
-    }
-    if (_state != hca_state::initialized) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, Out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     if (c.get(In::other_vport) != 0 || c.get(In::vport_number) != 0) {
@@ -292,11 +284,7 @@ void firmware::query_nic_vport_context(call& c) {
     using In = ifc::query_nic_vport_context_in;
     using Out = ifc::query_nic_vport_context_out;
     using ctx = ifc::nic_vport_context;
-    if (!c.sizes<In, Out>()) {
-        return;
-    }
-    if (_state != hca_state::initialized) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, Out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     if (c.get(In::other_vport) != 0 || c.get(In::vport_number) != 0) {
@@ -315,11 +303,7 @@ void firmware::query_nic_vport_context(call& c) {
 void firmware::modify_nic_vport_context(call& c) {
     using In = ifc::modify_nic_vport_context_in;
     using sel = ifc::modify_nic_vport_field_select;
-    if (!c.sizes<In, ifc::modify_nic_vport_context_out>()) {
-        return;
-    }
-    if (_state != hca_state::initialized) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, ifc::modify_nic_vport_context_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     if (c.get(In::other_vport) != 0 || c.get(In::vport_number) != 0) {
@@ -349,11 +333,7 @@ void firmware::modify_nic_vport_context(call& c) {
 void firmware::set_roce_address(call& c) {
     using In = ifc::set_roce_address_in;
     using addr = ifc::roce_addr_layout;
-    if (!c.sizes<In, ifc::set_roce_address_out>()) {
-        return;
-    }
-    if (_state != hca_state::initialized) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, ifc::set_roce_address_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const std::uint64_t index = c.get(In::roce_address_index);
@@ -399,11 +379,7 @@ void firmware::query_roce_address(call& c) {
     using In = ifc::query_roce_address_in;
     using Out = ifc::query_roce_address_out;
     using addr = ifc::roce_addr_layout;
-    if (!c.sizes<In, Out>()) {
-        return;
-    }
-    if (_state != hca_state::initialized) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, Out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const std::uint64_t index = c.get(In::roce_address_index);

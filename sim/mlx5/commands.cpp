@@ -137,11 +137,7 @@ void firmware::nop(call& c) {
 
 void firmware::enable_hca(call& c) {
     using In = ifc::enable_hca_in;
-    if (!c.sizes<In, ifc::enable_hca_out>()) {
-        return;
-    }
-    if (_state != hca_state::disabled) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, ifc::enable_hca_out>() || !in_state(c, hca_state::disabled)) {
         return;
     }
     if (c.get(In::function_id) != 0 || c.get(In::embedded_cpu_function) != 0) {
@@ -313,11 +309,7 @@ void firmware::manage_pages(call& c) {
 }
 
 void firmware::init_hca(call& c) {
-    if (!c.sizes<ifc::init_hca_in, ifc::init_hca_out>()) {
-        return;
-    }
-    if (_state != hca_state::enabled) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<ifc::init_hca_in, ifc::init_hca_out>() || !in_state(c, hca_state::enabled)) {
         return;
     }
     if (pages_owned() < std::size_t{_options.boot_pages} + _options.init_pages) {
@@ -334,11 +326,7 @@ void firmware::init_hca(call& c) {
 void firmware::teardown_hca(call& c) {
     using In = ifc::teardown_hca_in;
     using Out = ifc::teardown_hca_out;
-    if (!c.sizes<In, Out>()) {
-        return;
-    }
-    if (_state != hca_state::initialized) {
-        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+    if (!c.sizes<In, Out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto profile = static_cast<ifc::teardown_profile>(c.get(In::profile));

@@ -231,7 +231,8 @@ private:
     void destroy_qp(call& c);
     void modify_qp(call& c);  // RST2INIT .. RTS2RTS, 2ERR, 2RST
     void query_qp(call& c);
-    bool initialized_or_fail(call& c);
+    // The function is in `needed`; otherwise the command fails BAD_SYS_STATE_ERR.
+    bool in_state(call& c, hca_state needed);
     bool queue_pages(call& c, std::uint8_t log_page_size, std::uint32_t page_offset, std::size_t bytes,
                      abi::field (*entry)(std::size_t), std::vector<std::uint64_t>& pas);
     void drop_objects();

@@ -27,8 +27,8 @@ constexpr std::uint64_t page_bytes(std::uint8_t log_page_size_4k) noexcept {
 
 }  // namespace
 
-bool firmware::initialized_or_fail(call& c) {
-    if (_state != hca_state::initialized) {
+bool firmware::in_state(call& c, hca_state needed) {
+    if (_state != needed) {
         c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
         return false;
     }
@@ -83,7 +83,7 @@ void firmware::drop_objects() {
 // ---- UAR ----------------------------------------------------------------------------------
 
 void firmware::alloc_uar(call& c) {
-    if (!c.sizes<ifc::alloc_uar_in, ifc::alloc_uar_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::alloc_uar_in, ifc::alloc_uar_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     std::uint32_t next = _options.first_uar_page;  // the lowest free page
@@ -97,7 +97,7 @@ void firmware::alloc_uar(call& c) {
 }
 
 void firmware::dealloc_uar(call& c) {
-    if (!c.sizes<ifc::dealloc_uar_in, ifc::dealloc_uar_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::dealloc_uar_in, ifc::dealloc_uar_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto uar = static_cast<std::uint32_t>(c.get(ifc::dealloc_uar_in::uar));
@@ -118,7 +118,7 @@ void firmware::dealloc_uar(call& c) {
 // ---- PD -----------------------------------------------------------------------------------
 
 void firmware::alloc_pd(call& c) {
-    if (!c.sizes<ifc::alloc_pd_in, ifc::alloc_pd_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::alloc_pd_in, ifc::alloc_pd_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto pd = detail::free_number(_pds, _next_pd, 1, _options.max_objects);
@@ -131,7 +131,7 @@ void firmware::alloc_pd(call& c) {
 }
 
 void firmware::dealloc_pd(call& c) {
-    if (!c.sizes<ifc::dealloc_pd_in, ifc::dealloc_pd_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::dealloc_pd_in, ifc::dealloc_pd_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto pd = static_cast<std::uint32_t>(c.get(ifc::dealloc_pd_in::pd));
@@ -151,7 +151,7 @@ void firmware::dealloc_pd(call& c) {
 
 void firmware::create_mkey(call& c) {
     using In = ifc::create_mkey_in;
-    if (!c.sizes<In, ifc::create_mkey_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<In, ifc::create_mkey_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     constexpr auto mkc = In::memory_key_mkey_entry;
@@ -233,7 +233,7 @@ void firmware::create_mkey(call& c) {
 }
 
 void firmware::destroy_mkey(call& c) {
-    if (!c.sizes<ifc::destroy_mkey_in, ifc::destroy_mkey_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::destroy_mkey_in, ifc::destroy_mkey_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto index = static_cast<std::uint32_t>(c.get(ifc::destroy_mkey_in::mkey_index));
@@ -293,7 +293,7 @@ bool firmware::mkey_translate(std::uint32_t key, std::uint64_t va, std::size_t l
 
 void firmware::create_eq(call& c) {
     using In = ifc::create_eq_in;
-    if (!c.sizes<In, ifc::create_eq_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<In, ifc::create_eq_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     constexpr auto eqc = In::eq_context_entry;
@@ -334,7 +334,7 @@ void firmware::create_eq(call& c) {
 }
 
 void firmware::destroy_eq(call& c) {
-    if (!c.sizes<ifc::destroy_eq_in, ifc::destroy_eq_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::destroy_eq_in, ifc::destroy_eq_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto eqn = static_cast<std::uint32_t>(c.get(ifc::destroy_eq_in::eq_number));
@@ -358,7 +358,7 @@ const eq_object* firmware::eq(std::uint32_t eqn) const {
 
 void firmware::create_cq(call& c) {
     using In = ifc::create_cq_in;
-    if (!c.sizes<In, ifc::create_cq_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<In, ifc::create_cq_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     constexpr auto cqc = In::cq_context;
@@ -408,7 +408,7 @@ void firmware::create_cq(call& c) {
 }
 
 void firmware::destroy_cq(call& c) {
-    if (!c.sizes<ifc::destroy_cq_in, ifc::destroy_cq_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::destroy_cq_in, ifc::destroy_cq_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto cqn = static_cast<std::uint32_t>(c.get(ifc::destroy_cq_in::cqn));

@@ -80,7 +80,7 @@ void copy_field(std::span<std::byte> qpc, std::span<const std::byte> in, abi::fi
 
 void firmware::create_qp(call& c) {
     using In = ifc::create_qp_in;
-    if (!c.sizes<In, ifc::create_qp_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<In, ifc::create_qp_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     constexpr auto ctx = In::qpc;
@@ -147,7 +147,7 @@ void firmware::create_qp(call& c) {
 }
 
 void firmware::destroy_qp(call& c) {
-    if (!c.sizes<ifc::destroy_qp_in, ifc::destroy_qp_out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::destroy_qp_in, ifc::destroy_qp_out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto qpn = static_cast<std::uint32_t>(c.get(ifc::destroy_qp_in::qpn));
@@ -170,7 +170,7 @@ void firmware::modify_qp(call& c) {
                     : !c.sizes<ifc::rst2init_qp_in, ifc::rst2init_qp_out>()) {
         return;
     }
-    if (!initialized_or_fail(c)) {
+    if (!in_state(c, hca_state::initialized)) {
         return;
     }
     const auto t = transition_of(op);
@@ -301,7 +301,7 @@ void firmware::modify_qp(call& c) {
 
 void firmware::query_qp(call& c) {
     using Out = ifc::query_qp_out;
-    if (!c.sizes<ifc::query_qp_in, Out>() || !initialized_or_fail(c)) {
+    if (!c.sizes<ifc::query_qp_in, Out>() || !in_state(c, hca_state::initialized)) {
         return;
     }
     const auto it = _qps.find(static_cast<std::uint32_t>(c.get(ifc::query_qp_in::qpn)));
