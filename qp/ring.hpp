@@ -91,6 +91,18 @@ public:
         posted_ = k + 1;
     }
 
+    // A batch post's view (send_queue::post_batch): check room for n entries once, record each
+    // entry's length through the raw slot array, then commit them all with one store. Entries
+    // recorded but not committed are not posted (their slots are free).
+    void check_room(std::uint32_t n) const {
+        if (room() < n) [[unlikely]] {
+            refuse_batch(n);
+        }
+    }
+    std::uint32_t* slot_lengths() noexcept { return bytes_.data(); }
+    std::uint32_t mask() const noexcept { return mask_; }
+    void commit(std::uint64_t next) noexcept { posted_ = next; }
+
     // The entry whose number has low `bits` bits equal to `counter` among those posted and
     // without a result, or nothing if none (a completion that names no outstanding entry).
     std::optional<std::uint64_t> resolve(std::uint32_t counter, unsigned bits) const noexcept {
@@ -165,6 +177,10 @@ public:
     }
 
 private:
+    [[noreturn, gnu::cold]] void refuse_batch(std::uint32_t n) const {
+        throw std::invalid_argument("ring full: a batch of " + std::to_string(n) + " entries, room for " +
+                                    std::to_string(room()) + " more of " + std::to_string(capacity_));
+    }
     [[noreturn, gnu::cold]] void refuse_full() const {
         throw std::invalid_argument("ring full: room for " + std::to_string(room()) +
                                     " more of " + std::to_string(capacity_) + " entries");

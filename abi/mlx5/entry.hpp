@@ -166,8 +166,10 @@ struct slot {
 // write(entry) below.
 namespace detail {
 // RDMA WRITE and READ share one shape: ctrl, remote address, data segment (the local side: a
-// WRITE's source, a READ's destination).
-inline void rdma(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+// WRITE's source, a READ's destination). The typed writers are always_inline: in a caller's
+// post loop (qp/mlx5's send_queue) g++ otherwise may keep them calls, 2-3x the entry's cost
+// (bench-post); flatten on the caller alone proved fickle.
+[[gnu::always_inline]] inline void rdma(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                  send_opcode opc, const local& l, const remote& r, bool signal) {
     const slot s(b, at, qp, index);
     if (!(s.ok & valid(l) & valid(r))) [[unlikely]] {
@@ -184,17 +186,17 @@ inline void rdma(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::i
 }
 }  // namespace detail
 
-inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+[[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const write_op& o, bool signal) {
     detail::rdma(b, at, qp, index, send_opcode::rdma_write, o.src, o.dst, signal);
 }
 
-inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+[[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const read_op& o, bool signal) {
     detail::rdma(b, at, qp, index, send_opcode::rdma_read, o.dst, o.src, signal);
 }
 
-inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+[[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const send_op& o, bool signal) {
     const detail::slot s(b, at, qp, index);
     if (!(s.ok & detail::valid(o.src))) [[unlikely]] {
@@ -210,7 +212,7 @@ inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::
     w.zero(has_data ? 4 : 2);
 }
 
-inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+[[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const write_inline_op& o, bool signal) {
     const detail::slot s(b, at, qp, index);
     if (!(s.ok & (o.data.size() <= max_inline) & detail::valid(o.dst))) [[unlikely]] {

@@ -63,6 +63,33 @@ public:
         return k;
     }
 
+    // Posts n entries in one go, entry i being `make(i)` (an operation) with `signal(i)`; the NIC
+    // sees them at the next ring(). The room for all n is checked first, and the queue's state
+    // (ring, mask, qpn, lengths) is read once into locals: an entry's stores are byte stores,
+    // which the compiler must assume alias this object's members, so post() reloads them for
+    // every entry (bench-post: 32 per doorbell). Misuse (no room for n, a value abi refuses)
+    // throws std::invalid_argument and posts nothing: the counts stay, and the slots written
+    // for the batch's earlier entries are free slots the NIC does not read.
+    template <class Make, class Signal>
+    [[gnu::always_inline, gnu::flatten]] std::uint64_t post_batch(std::uint32_t n, Make&& make, Signal&& signal) {
+        entries_.check_room(n);
+        const std::uint64_t first = entries_.posted();
+        const std::span<std::byte> ring = ring_;
+        const std::uint64_t mask = mask_;
+        const std::int64_t qpn = qpn_;
+        std::uint32_t* const lengths = entries_.slot_lengths();
+        const std::uint32_t length_mask = entries_.mask();
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const std::uint64_t k = first + i;
+            const auto o = make(i);
+            abi::write(ring, static_cast<std::size_t>(k & mask) * abi::entry_size, qpn,
+                       static_cast<std::int64_t>(k & 0xffff), o, signal(i));
+            lengths[k & length_mask] = length(o);
+        }
+        entries_.commit(first + n);
+        return first;
+    }
+
     // The doorbell: tells the NIC about every entry posted since the last call. The only
     // function that writes this queue's doorbell record word or its BlueFlame register.
     void ring() noexcept {

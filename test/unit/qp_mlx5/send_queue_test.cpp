@@ -212,3 +212,44 @@ TEST_CASE("send queue: memory that does not fit is refused at construction") {
     CHECK_THROWS_AS(send_queue({ring64.span(), record.span(), uar.data() + bf, half}, 1u << 24),
                     std::invalid_argument);   // qpn over 24 bits
 }
+
+TEST_CASE("send queue: post_batch writes what post does, counts once; refused batches post nothing") {
+    fixture one(64), batch(64);
+    // 3 rounds of 30 wrap the 64-slot ring; taken results free the slots between rounds
+    for (int round = 0; round < 3; ++round) {
+        const std::uint64_t first = one.sq.posted();
+        for (std::uint64_t k = first; k < first + 30; ++k) {
+            one.sq.post(write_of(k), k % 7 == 0);
+        }
+        CHECK(batch.sq.post_batch(30, [&](std::uint32_t i) { return write_of(first + i); },
+                                  [&](std::uint32_t i) { return (first + i) % 7 == 0; }) == first);
+        CHECK(batch.sq.posted() == first + 30);
+        CHECK(same(batch.ring.span(), one.ring.span()));
+        for (auto* f : {&one, &batch}) {
+            abi::completion c{};
+            c.opcode = abi::cqe_opcode::req;
+            c.qpn = qpn;
+            c.wqe_counter = static_cast<std::uint16_t>(first + 29);
+            f->sq.complete(c);
+            for (int i = 0; i < 30; ++i) {
+                CHECK(f->sq.poll() == rig::qp::entry_result{64u});
+            }
+        }
+    }
+    // no room for the whole batch: refused before anything is written
+    batch.sq.post_batch(40, [&](std::uint32_t i) { return write_of(90 + i); }, [](std::uint32_t) { return false; });
+    std::vector<std::byte> before(batch.ring.data(), batch.ring.data() + batch.ring.n);
+    CHECK_THROWS_WITH(batch.sq.post_batch(25, [&](std::uint32_t i) { return write_of(130 + i); },
+                                          [](std::uint32_t) { return false; }),
+                      Catch::Contains("a batch of 25 entries, room for 24"));
+    CHECK(std::memcmp(before.data(), batch.ring.data(), before.size()) == 0);
+    CHECK(batch.sq.posted() == 130);
+    // an entry abi refuses in the middle: the batch is not posted, the counts stay
+    const abi::write_op bad_key{{0x1000, 8, std::int64_t{1} << 32}, {0x2000, 1}};
+    CHECK_THROWS_AS(batch.sq.post_batch(
+                        3, [&](std::uint32_t i) { return i == 2 ? bad_key : write_of(130 + i); },
+                        [](std::uint32_t) { return true; }),
+                    std::invalid_argument);
+    CHECK(batch.sq.posted() == 130);
+    CHECK(batch.sq.room() == 24);
+}
