@@ -50,8 +50,19 @@ result<void> nic::start(std::string_view where, const nic_options& options) {
             user(qpn, type);
         }
     };
+    // the user's hook first: it has seen the event by the time a waiter wakes
+    hca_options.completion = [this, user = options.hca.completion](std::uint32_t cqn) {
+        if (user) {
+            user(cqn);
+        }
+        on_completion(cqn);
+    };
     hca_options.fatal = [this, user = options.hca.fatal](const fw::error& e) {
         _machine_failed.store(true, std::memory_order_relaxed);
+        {
+            std::lock_guard w(_wake_lock);
+        }
+        _wake.notify_all();
         if (user) {
             user(e);
         }
@@ -118,10 +129,40 @@ void nic::on_qp_event(std::uint32_t qpn, std::uint8_t event_type) {
         type != t::path_mig_failed) {
         return;  // PATH_MIG, COMM_EST, SQ_DRAINED: not failures
     }
-    std::lock_guard g(_event_lock);
-    if (auto it = _by_qpn.find(qpn); it != _by_qpn.end()) {
-        it->second->nic_event.store(event_type, std::memory_order_relaxed);
+    {
+        std::lock_guard g(_event_lock);
+        if (auto it = _by_qpn.find(qpn); it != _by_qpn.end()) {
+            it->second->nic_event.store(event_type, std::memory_order_relaxed);
+        }
     }
+    {
+        std::lock_guard w(_wake_lock);
+    }
+    _wake.notify_all();
+}
+
+void nic::on_completion(std::uint32_t cqn) {
+    {
+        std::lock_guard g(_event_lock);
+        const auto it = _events_by_cqn.find(cqn);
+        if (it == _events_by_cqn.end()) {
+            return;  // a CQ destroyed since the event was written
+        }
+        it->second->fetch_add(1, std::memory_order_release);
+    }
+    // Taking the lock orders the count before a waiter's predicate check: no lost wake-up.
+    {
+        std::lock_guard w(_wake_lock);
+    }
+    _wake.notify_all();
+}
+
+void nic::sleep_until_event(const std::atomic<std::uint32_t>& events, std::uint32_t seen,
+                            std::chrono::nanoseconds bound) {
+    std::unique_lock w(_wake_lock);
+    _wake.wait_for(w, bound, [&] {
+        return events.load(std::memory_order_acquire) != seen || machine_failed();
+    });
 }
 
 std::string_view nic::name() const noexcept { return _fn ? _fn->name() : std::string_view("(closed)"); }
@@ -232,6 +273,8 @@ result<queue_pair> nic::make_qp() {
     {
         std::lock_guard e(_event_lock);
         _by_qpn[s->object.qpn()] = s.get();
+        _events_by_cqn[s->send_cq.cqn()] = &s->send_events;
+        _events_by_cqn[s->receive_cq.cqn()] = &s->receive_events;
     }
     _qps.push_back(std::move(s));
     return queue_pair(this, _qps.back().get());
@@ -321,6 +364,9 @@ result<void> nic::release_qp(detail::qp_state& s) {
     {
         std::lock_guard e(_event_lock);
         _by_qpn.erase(s.object.qpn());
+        std::erase_if(_events_by_cqn, [&](const auto& entry) {
+            return entry.second == &s.send_events || entry.second == &s.receive_events;
+        });
     }
     std::optional<fw::error> first;
     if (s.object.alive()) {

@@ -20,6 +20,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -55,6 +56,9 @@ struct nic_options {
     // Each ring of a queue pair has 2^n entries (capped by the NIC's log_max_qp_sz); its CQs
     // have as many CQEs.
     std::uint8_t log_ring_entries = 12;
+    // queue_pair::wait sleeps on the CQ's completion event, looking again at least this often
+    // (a lost event costs one look, never the whole bound).
+    std::chrono::milliseconds wait_look_interval{10};
 };
 
 class nic {
@@ -104,6 +108,11 @@ private:
     void note(const firmware::mlx5::error& e);
     // From the event thread: a QP event, and the NIC's failure (hca_options handlers).
     void on_qp_event(std::uint32_t qpn, std::uint8_t event_type);
+    void on_completion(std::uint32_t cqn);
+    // Blocks until `events` differs from `seen`, the NIC fails, or `bound` passes (queue_pair::wait).
+    void sleep_until_event(const std::atomic<std::uint32_t>& events, std::uint32_t seen,
+                           std::chrono::nanoseconds bound);
+    std::chrono::milliseconds wait_look_interval() const noexcept { return _options.wait_look_interval; }
     bool machine_failed() const noexcept { return _machine_failed.load(std::memory_order_relaxed); }
     firmware::mlx5::command_queue::clock::time_point by() const;
     firmware::mlx5::command_queue& commands();
@@ -128,7 +137,12 @@ private:
     // thread), so the handler cannot deadlock against a control call.
     std::mutex _event_lock;
     std::map<std::uint32_t, detail::qp_state*> _by_qpn;
+    std::map<std::uint32_t, std::atomic<std::uint32_t>*> _events_by_cqn;  // a QP's CQ -> its counter
     std::atomic<bool> _machine_failed{false};
+    // Where wait() sleeps: the event thread notifies after a COMP event, a QP event or the
+    // NIC's failure.
+    std::mutex _wake_lock;
+    std::condition_variable _wake;
 };
 
 }  // namespace rig

@@ -3,7 +3,8 @@
 
 #include <stdexcept>
 #include <string>
-#include <thread>
+#include <algorithm>
+#include <atomic>
 
 #include "qp/mlx5/qp_state.hpp"  // first: see its comment
 #include "abi/bits.hpp"
@@ -263,12 +264,29 @@ std::optional<result<std::uint32_t>> queue_pair::wait(side sd, std::chrono::micr
     }
     using clock = std::chrono::steady_clock;
     const auto end = clock::now() + bound;
-    // A short spin (a completion often arrives within microseconds), then sleeps that grow to
-    // 1 ms between looks: a long wait does not spin a core.
+    // A short spin (a completion often arrives within microseconds), then sleep until the CQ's
+    // completion event: arm the CQ (a doorbell, no firmware request: reference mlx5.md §4.6),
+    // look once more (for a CQE written between the last look and the arm; the NIC also raises
+    // the event at once when armed with a CQE past the consumer index), then sleep. Each sleep
+    // is capped (nic_options::wait_look_interval, 10 ms): a lost event costs one more look,
+    // never the whole bound.
     constexpr auto spin = std::chrono::microseconds(20);
-    auto nap = std::chrono::microseconds(10);
+    const auto slice = _nic->wait_look_interval();
     const auto spin_end = clock::now() + spin;
+    while (clock::now() < spin_end) {
+        if (auto r = poll(sd)) {
+            return r;
+        }
+    }
+    qp::mlx5::completion_queue& cq = sd == side::send ? *s.scq : *s.rcq;
+    const std::atomic<std::uint32_t>& events = sd == side::send ? s.send_events : s.receive_events;
+    std::uint32_t& seen = sd == side::send ? s.send_events_seen : s.receive_events_seen;
     for (;;) {
+        // every event taken in moves the arm sequence number on (rdma-core mlx5_cq_event)
+        for (const std::uint32_t n = events.load(std::memory_order_acquire); seen != n; ++seen) {
+            cq.event();
+        }
+        cq.arm();
         if (auto r = poll(sd)) {
             return r;
         }
@@ -276,9 +294,9 @@ std::optional<result<std::uint32_t>> queue_pair::wait(side sd, std::chrono::micr
         if (now >= end) {
             return std::nullopt;
         }
-        if (now >= spin_end) {
-            std::this_thread::sleep_for(std::min<clock::duration>(nap, end - now));
-            nap = std::min(nap * 2, std::chrono::microseconds(1000));
+        _nic->sleep_until_event(events, seen, std::min<clock::duration>(end - now, slice));
+        if (auto r = poll(sd)) {
+            return r;
         }
     }
 }

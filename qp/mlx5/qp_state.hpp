@@ -48,6 +48,14 @@ struct qp_state {
     // path reads it after taking in the CQEs (seed: "a queue pair fails ... when the NIC reports
     // its failure").
     std::atomic<std::uint8_t> nic_event{0};
+    // COMP events of the send and receive CQs, counted by the NIC's event thread; the
+    // `_seen` counts are the waiting thread's: each event it takes in moves the CQ's arm
+    // sequence number on before the next arm (rdma-core mlx5_cq_event: arm_sn++), so the
+    // completion_queue itself is touched by one thread only.
+    std::atomic<std::uint32_t> send_events{0};
+    std::atomic<std::uint32_t> receive_events{0};
+    std::uint32_t send_events_seen = 0;
+    std::uint32_t receive_events_seen = 0;
 };
 
 }  // namespace rig::detail

@@ -4,12 +4,18 @@
 // itself, so nothing else connects to the socket.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
 #include "qp/nic.hpp"
+#include "qp/qp.hpp"
+#include "qp/region.hpp"
+#include "sim/mlx5/datapath.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/vfio_user/server.hpp"
@@ -61,6 +67,91 @@ T value(rig::result<T> r) {
 inline void ok(const rig::result<void>& r) {
     INFO((r ? std::string() : r.error().message));
     REQUIRE(r.has_value());
+}
+
+// ---- shared by the seed, error and soak suites (seed_test.cpp, errors_test.cpp, soak_test.cpp)
+
+// Two NICs of two functions on one wire, a region of `bytes` on each with access `a`, and a
+// queue pair on each connected to the other. The wire is declared first: it outlives the
+// functions that attach to it.
+struct two_served_nics {
+    sim::roce::wire w;
+    served_function m1;
+    served_function m2;
+    std::unique_ptr<rig::nic> n1;
+    std::unique_ptr<rig::nic> n2;
+    rig::region r1, r2;
+    rig::queue_pair a, b;
+    explicit two_served_nics(std::size_t bytes, rig::access acc = rig::access::remote, const nic_options& o = {})
+        : m1(quick_model(0), &w), m2(quick_model(1), &w), n1(m1.open(o)), n2(m2.open(o)),
+          r1(value(n1->allocate(bytes, acc))), r2(value(n2->allocate(bytes, acc))),
+          a(value(n1->make_qp())), b(value(n2->make_qp())) {
+        ok(a.connect(b.local()));
+        ok(b.connect(a.local()));
+    }
+};
+
+// Waits (at most 5 s) until the function's data path has written `cqes` CQEs in all: entries
+// have completed in the NIC, whether or not the API has taken their completions.
+inline void await_cqes(const served_function& m, std::uint64_t cqes) {
+    REQUIRE(m.fn.data_path() != nullptr);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (m.fn.data_path()->cqes_written() < cqes && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    REQUIRE(m.fn.data_path()->cqes_written() >= cqes);
+}
+
+// The oldest due entry of `s` completes Ok with `n` bytes within `bound`.
+inline void expect_done(rig::queue_pair& q, rig::side s, std::uint32_t n,
+                        std::chrono::microseconds bound = std::chrono::seconds(5)) {
+    auto c = q.wait(s, bound);
+    REQUIRE(c.has_value());
+    INFO((*c ? std::string() : c->error().message));
+    REQUIRE(c->has_value());
+    CHECK(**c == n);
+}
+
+// The oldest due entry of `s` completes with an error within `bound`; the error.
+inline rig::error expect_failed(rig::queue_pair& q, rig::side s,
+                                std::chrono::microseconds bound = std::chrono::seconds(5)) {
+    auto c = q.wait(s, bound);
+    REQUIRE(c.has_value());
+    INFO((*c ? "Ok " + std::to_string(**c) : std::string()));
+    REQUIRE_FALSE(c->has_value());
+    CHECK(c->error().kind == rig::error_kind::entry);
+    return c->error();
+}
+
+// A seeded pseudo-random byte pattern (splitmix64): the bytes a transfer must deliver, made
+// again independently at the destination to check them.
+inline std::uint64_t splitmix(std::uint64_t& x) noexcept {
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+inline void fill_pattern(std::byte* p, std::size_t n, std::uint64_t seed) noexcept {
+    std::uint64_t x = seed;
+    for (std::size_t i = 0; i < n; i += 8) {
+        const std::uint64_t v = splitmix(x);
+        for (std::size_t k = 0; k < 8 && i + k < n; ++k) {
+            p[i + k] = static_cast<std::byte>(v >> (8 * k));
+        }
+    }
+}
+// The index of the first byte that differs from the pattern, or n when all match.
+inline std::size_t pattern_mismatch(const std::byte* p, std::size_t n, std::uint64_t seed) noexcept {
+    std::uint64_t x = seed;
+    for (std::size_t i = 0; i < n; i += 8) {
+        const std::uint64_t v = splitmix(x);
+        for (std::size_t k = 0; k < 8 && i + k < n; ++k) {
+            if (p[i + k] != static_cast<std::byte>(v >> (8 * k))) {
+                return i + k;
+            }
+        }
+    }
+    return n;
 }
 
 }  // namespace rig::test

@@ -2,11 +2,15 @@
 // inline), SEND into a posted receive, RDMA READ, many entries on one doorbell, between two
 // NICs, two queue pairs of one NIC and a queue pair connected to itself; a send longer than
 // its receive fails both queue pairs, and what is posted after completes with the failure.
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
+
+#include <time.h>
 
 #include <catch2/catch.hpp>
 
@@ -190,4 +194,57 @@ TEST_CASE("transfer: after destroy returns Ok the NIC writes nothing for the que
     for (std::size_t i = 0; i < 4096; ++i) {
         REQUIRE(r2.data()[i] == std::byte{0});  // the destroyed QP's receive took nothing
     }
+}
+
+TEST_CASE("transfer: a long wait sleeps on the CQ's completion event, not on a core", "[model][mlx5][api]") {
+    rig::sim::roce::wire w;
+    served_function m1(rig::test::quick_model(0), &w);
+    served_function m2(rig::test::quick_model(1), &w);
+    std::atomic<int> events{0};
+    rig::nic_options counting;
+    counting.hca.completion = [&](std::uint32_t) { events.fetch_add(1); };
+    counting.wait_look_interval = std::chrono::milliseconds(60s);  // only an event wakes a waiter early
+    auto n1 = m1.open(counting);
+    auto n2 = m2.open();
+    auto r1 = value(n1->allocate(4096, rig::access::remote));
+    auto r2 = value(n2->allocate(4096, rig::access::remote));
+    auto a = value(n1->make_qp());
+    auto b = value(n2->make_qp());
+    ok(a.connect(b.local()));
+    ok(b.connect(a.local()));
+
+    // nothing arrives: the bound passes, the entry stays due, and the process slept
+    a.receive(r1, 0, 4096);
+    const auto cpu = [] {
+        timespec t{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+        return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+    };
+    const auto cpu0 = cpu();
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_FALSE(a.wait(rig::side::receive, std::chrono::microseconds(300ms)).has_value());
+    const auto wall = std::chrono::steady_clock::now() - t0;
+    CHECK(wall >= 300ms);
+    // the model's threads share the process: their idle passes back off to 1 ms, so the whole
+    // process stays far below one core while the waiter sleeps
+    const double cpu_ms = std::chrono::duration<double, std::milli>(cpu() - cpu0).count();
+    const double wall_ms = std::chrono::duration<double, std::milli>(wall).count();
+    INFO("process CPU " << cpu_ms << " ms over " << wall_ms << " ms");
+    CHECK(cpu() - cpu0 < wall / 3);
+    CHECK(events.load() == 0);
+
+    // a send from another thread lands while the waiter sleeps: the armed CQ's event wakes it
+    std::thread sender([&] {
+        std::this_thread::sleep_for(100ms);
+        fill(r2, 0, 64, 5);
+        b.send(r2, 0, 64);
+    });
+    auto got = a.wait(rig::side::receive, bound);
+    sender.join();
+    REQUIRE(got.has_value());
+    REQUIRE(got->has_value());
+    CHECK(**got == 64);
+    CHECK(same(r1, 0, r2, 0, 64));
+    CHECK(events.load() >= 1);   // it woke on a COMP event of the receive CQ
+    done(b, rig::side::send, 64);
 }
