@@ -205,6 +205,14 @@ namespace {
     }
 }
 
+// The queue pair failed with `e`: a ring not yet failed fails with it, one failed only by the
+// NIC's flushes takes it as the error its remaining entries carry.
+template <class Queue>
+void failed_from_outside(Queue& q, const qp::entry_error& e) noexcept {
+    q.fail(e);
+    q.adopt_failure(e);
+}
+
 void take_completions(detail::qp_state& s, bool machine_failed) noexcept {
     mabi::completion c;
     const std::uint32_t qpn = s.object.qpn();
@@ -224,17 +232,26 @@ void take_completions(detail::qp_state& s, bool machine_failed) noexcept {
     }
     // After every CQE the NIC wrote: a failure it reported by event, or its own failure.
     if (const std::uint8_t event = s.nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
-        s.sq->fail(reported_failure(event));
-        s.rq->fail(reported_failure(event));
+        failed_from_outside(*s.sq, reported_failure(event));
+        failed_from_outside(*s.rq, reported_failure(event));
     } else if (machine_failed) [[unlikely]] {
         const qp::entry_error dead{"the NIC failed (fatal health report or internal error)", 0, 0, true};
-        s.sq->fail(dead);
-        s.rq->fail(dead);
+        failed_from_outside(*s.sq, dead);
+        failed_from_outside(*s.rq, dead);
     }
-    if (s.sq->failed() && !s.rq->failed()) {
-        s.rq->fail(s.sq->entries().failure());
-    } else if (s.rq->failed() && !s.sq->failed()) {
-        s.sq->fail(s.rq->entries().failure());
+    // A queue pair fails as a whole: the ring whose entry failed itself gives its failure to the
+    // other, which may so far hold only the NIC's flush CQEs (syndrome 0x5, taken in whichever
+    // CQ was polled first) or nothing at all.
+    const qp::ring& send = s.sq->entries();
+    const qp::ring& receive = s.rq->entries();
+    if (send.failed_itself() && !receive.failed_itself()) {
+        failed_from_outside(*s.rq, send.failure());
+    } else if (receive.failed_itself() && !send.failed_itself()) {
+        failed_from_outside(*s.sq, receive.failure());
+    } else if (send.failed() && !receive.failed()) {
+        s.rq->fail(send.failure());
+    } else if (receive.failed() && !send.failed()) {
+        s.sq->fail(receive.failure());
     }
 }
 

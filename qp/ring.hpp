@@ -155,6 +155,27 @@ public:
         failure_.flushed = true;
     }
 
+    // The NIC flushed entry n (mlx5: a CQE with syndrome 0x5, "work request flushed in error"):
+    // the queue pair failed, not this entry. The entries before n completed; the ring fails from
+    // outside with `e` until the queue pair's own failure is known (adopt_failure).
+    void fail_flushed_at(std::uint64_t n, entry_error e) noexcept {
+        if (failed_ || n < completed_ || n >= posted_) {
+            return;
+        }
+        completed_ = n;
+        fail(e);
+    }
+    // Whether one of this ring's entries failed itself (fail_at), not the queue pair around it.
+    bool failed_itself() const noexcept { return failed_ && failing_ != ~std::uint64_t{0}; }
+    // A ring failed from outside takes the queue pair's failure as the error its entries carry
+    // (seed: "the rest complete with the failure's Error"). Results already taken keep theirs.
+    void adopt_failure(entry_error e) noexcept {
+        if (failed_ && !failed_itself()) {
+            failure_ = e;
+            failure_.flushed = true;
+        }
+    }
+
     // The result of the oldest entry not yet taken, if it has one; nothing if it has none yet or
     // no entry is due. Taking it frees its slot.
     std::optional<entry_result> take() noexcept {

@@ -41,6 +41,10 @@ inline bool is_send_side(abi::cqe_opcode o) noexcept {
 inline entry_error error_of(const abi::completion& c) noexcept {
     return entry_error{abi::to_string(c.error), c.syndrome, c.vendor_syndrome, false};
 }
+// A flush CQE (syndrome 0x5): the entry did not fail itself, its queue pair had failed.
+inline entry_error flushed_error_of(const abi::completion& c) noexcept {
+    return entry_error{abi::to_string(c.error), c.syndrome, c.vendor_syndrome, true};
+}
 
 // The error a ring fails with when a completion is of a kind it does not take, or names no
 // entry it has outstanding (DESIGN.md §2: "its completions hold a kind its ring does not take").

@@ -75,6 +75,8 @@ void send_queue::complete(const abi::completion& c) noexcept {
     }
     if (c.opcode == abi::cqe_opcode::req) {
         entries_.complete_through(*n, std::nullopt);   // a send's result is its posted length
+    } else if (c.error == abi::cqe_error::flushed) {
+        entries_.fail_flushed_at(*n, flushed_error_of(c));  // the queue pair failed, not this entry
     } else {
         entries_.fail_at(*n, error_of(c));
     }
@@ -108,6 +110,8 @@ void receive_queue::complete(const abi::completion& c) noexcept {
     }
     if (c.opcode == abi::cqe_opcode::resp_send) {
         entries_.complete_through(*n, c.byte_count);
+    } else if (c.error == abi::cqe_error::flushed) {
+        entries_.fail_flushed_at(*n, flushed_error_of(c));
     } else {
         entries_.fail_at(*n, error_of(c));
     }

@@ -74,6 +74,8 @@ public:
     void complete(const abi::completion& c) noexcept;
 
     void fail(entry_error e) noexcept { entries_.fail(e); }
+    // Failed only by flushes so far: the queue pair's failure is what its entries carry.
+    void adopt_failure(entry_error e) noexcept { entries_.adopt_failure(e); }
     std::optional<entry_result> poll() noexcept { return entries_.take(); }
 
 private:

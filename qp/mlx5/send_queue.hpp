@@ -116,6 +116,8 @@ public:
 
     // The NIC or the other ring failed the queue pair: entries without a result fail with `e`.
     void fail(entry_error e) noexcept { entries_.fail(e); }
+    // Failed only by flushes so far: the queue pair's failure is what its entries carry.
+    void adopt_failure(entry_error e) noexcept { entries_.adopt_failure(e); }
 
     // The oldest entry's result once it has one (qp/ring.hpp take).
     std::optional<entry_result> poll() noexcept { return entries_.take(); }

@@ -159,6 +159,37 @@ TEST_CASE("send queue: an error CQE fails its entry, flushes the rest, later pos
     CHECK_FALSE(f.sq.poll().has_value());
 }
 
+TEST_CASE("send queue: a flush CQE first is not the entry's own failure; the queue pair's failure is adopted") {
+    // the other ring's entry failed (its CQE in the other CQ, taken later): this ring first sees
+    // only the NIC's flush CQE for its entry 1
+    send_fixture f;
+    for (int i = 0; i < 3; ++i) {
+        f.post(10, true);
+    }
+    f.sq.complete(cqe(abi::cqe_opcode::req, 0));
+    f.sq.complete(cqe(abi::cqe_opcode::req_err, 1, 0x05));
+    CHECK(f.sq.failed());
+    CHECK_FALSE(f.sq.entries().failed_itself());
+    const entry_error local_length{"local length error", 0x01, 0, false};
+    f.sq.adopt_failure(local_length);
+    f.sq.complete(cqe(abi::cqe_opcode::req_err, 2, 0x05));
+    CHECK(f.sq.poll() == ok(10));
+    entry_error carried = local_length;
+    carried.flushed = true;
+    CHECK(f.sq.poll() == entry_result{std::unexpect, carried});
+    CHECK(f.sq.poll() == entry_result{std::unexpect, carried});
+    // a ring whose own entry failed keeps its own failure
+    send_fixture g;
+    g.post(10, true);
+    g.post(10, true);
+    g.sq.complete(cqe(abi::cqe_opcode::req_err, 0, 0x13));
+    g.sq.adopt_failure(local_length);
+    CHECK(g.sq.poll() == entry_result{std::unexpect, remote_access});
+    entry_error own_flushed = remote_access;
+    own_flushed.flushed = true;
+    CHECK(g.sq.poll() == entry_result{std::unexpect, own_flushed});
+}
+
 TEST_CASE("send queue: a completion it does not take fails the ring") {
     SECTION("a responder opcode") {
         send_fixture f;
