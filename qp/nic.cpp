@@ -244,7 +244,9 @@ result<queue_pair> nic::make_qp() {
                             .uar = *_uar,
                             .log_sq_size = _log_ring,
                             .log_rq_size = _log_ring,
-                            .log_rq_stride = 0};  // one 16-byte data segment per receive
+                            // 32-byte receives: one data segment and the end-of-list segment,
+                            // or the two a 2^31-byte message takes (abi write_receive)
+                            .log_rq_stride = 1};
     auto q = fw::qp::create(commands(), *_fn, stranded, qpp, by());
     if (!q) {
         return refused(q.error());
@@ -262,7 +264,8 @@ result<queue_pair> nic::make_qp() {
                                               uar_page + mabi::bfreg_offset(k, log_bf),
                                               (std::size_t{1} << log_bf) / 2},
                   s->object.qpn());
-    s->rq.emplace(qp::mlx5::receive_queue_memory{s->object.receive_queue(), 16, qp_record});
+    s->rq.emplace(qp::mlx5::receive_queue_memory{s->object.receive_queue(),
+                                                 std::size_t{16} << qpp.log_rq_stride, qp_record});
     s->scq.emplace(qp::mlx5::completion_queue_memory{s->send_cq.entries(),
                                                      {s->send_cq.doorbell_record(), 8}, uar_page},
                    s->send_cq.cqn());

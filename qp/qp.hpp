@@ -14,8 +14,9 @@
 // post_* forms write the entry only; ring(side) then tells the NIC about every entry posted
 // since the last ring, with one doorbell (batching).
 // Misuse throws std::invalid_argument and changes nothing: destroyed, not connected, a region of
-// another NIC or deregistered, bytes outside the region, n over 2^31 - 1 (an mlx5 entry's
-// byte count), inline data over 28 bytes, no room on the ring.
+// another NIC or deregistered, bytes outside the region, n over 2^31 (one message: the seed's
+// limit; mlx5 describes a 2^31-byte message with two data segments, abi/mlx5/entry.hpp), inline
+// data over 28 bytes, no room on the ring.
 // Threads: one thread at a time per queue pair for post and poll (not enforced); connect and
 // destroy take the NIC's lock. A queue pair must not be used after its NIC is destroyed.
 #include <chrono>

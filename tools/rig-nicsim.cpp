@@ -4,11 +4,21 @@
 //   rig-nicsim --family mlx5 --functions 2 --socket-dir /run/rig
 //
 // Argument errors: one line on stderr, exit 2. A server that cannot start: exit 1.
+//
+// Faults: firmware faults strike inside the function model (fault_plan, each reset re-arms
+// them); data-path faults are the wire's (sim/roce/wire.hpp: drop, duplicate, delay, jitter,
+// link down), wire-wide or, with --fault-function K, on function K's port only (frames from or
+// to it). Timed faults count from the moment the sockets are served and are fired by the main
+// thread, which also takes SIGUSR1 (toggle the link) and SIGINT/SIGTERM (stop). Each fault is
+// logged as it fires (logger "nicsim", info), never from the data path.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +27,12 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "abi/mlx5/ifc/cmd.hpp"
 #include "sim/mlx5/function_model.hpp"
@@ -49,9 +65,28 @@ constexpr std::string_view usage =
     "                           the next command with opcode OP fails with STATUS (numbers, 0x ok)\n"
     "  --fault-die              the function is gone: reads return all ones, nothing completes\n"
     "  --fault-after N          commands that complete before the fault strikes (default 0)\n"
-    "  --fault-function K       only function K suffers the fault (default: every function)\n"
+    "  --fault-function K       only function K suffers the faults, the data-path ones below\n"
+    "                           included (default: every function, the whole wire)\n"
+    "data-path faults (on the wire between functions, or function K's port; times count from\n"
+    "when the sockets are served):\n"
+    "  --drop P                 each frame is lost with probability P (0..1)\n"
+    "  --duplicate P            each frame is delivered twice with probability P (0..1)\n"
+    "  --delay-us N             each frame arrives N us late (0..1000000)\n"
+    "  --jitter-us N            and up to N us later still, uniformly (reorders; 0..1000000)\n"
+    "  --link-down-after-ms N   the link goes down after N ms: frames from or to it vanish\n"
+    "  --link-up-after-ms M     and comes back up at M ms (M > N)\n"
+    "  SIGUSR1                  toggles the link (function K's, or every function's), at once\n"
+    "  --function-dies-after-ms N\n"
+    "                           the function dies for good after N ms, as a failed card: reads\n"
+    "                           all ones, answers no command, its data path stops (no frame in or\n"
+    "                           out, no DMA, no completion); its socket stays served\n"
+    "  --die-after-ms N         the whole model dies after N ms by SIGKILL, as a crash: clients\n"
+    "                           see their sockets closed; the socket files stay behind (a\n"
+    "                           later rig-nicsim on DIR replaces them)\n"
+    "  --capture FILE           every frame sent on the wire, before faults, into a pcap file\n"
+    "                           (closed at exit, and before --die-after-ms strikes)\n"
     "  --help                   this text\n"
-    "logging: SPDLOG_LEVEL=model=debug\n";
+    "logging: faults as they fire on stderr (logger nicsim, info); SPDLOG_LEVEL=model=debug\n";
 
 [[noreturn]] void bad(const std::string& message) {
     std::fprintf(stderr, "rig-nicsim: %s (see --help)\n", message.c_str());
@@ -83,12 +118,30 @@ std::int64_t signed_number(std::string_view option, std::string_view text, std::
     return v;
 }
 
+// A probability: a whole-string decimal number within [0, 1].
+double probability(std::string_view option, std::string_view text) {
+    const std::string s(text);
+    char* end = nullptr;
+    errno = 0;
+    const double v = s.empty() ? -1.0 : std::strtod(s.c_str(), &end);
+    if (s.empty() || end == nullptr || *end != '\0' || errno != 0 || !(v >= 0.0 && v <= 1.0)) {
+        bad("bad value for " + std::string(option) + ": '" + s + "' (expected a probability 0..1)");
+    }
+    return v;
+}
+
+constexpr std::uint64_t max_delay_us = 1000000;       // 1 s
+constexpr std::uint64_t max_after_ms = 24ull * 3600 * 1000;  // a day
+
 struct settings {
     std::string family;
     std::string socket_dir;
     unsigned functions = 1;
     model::function_options options;
     std::optional<unsigned> fault_function;
+    rig::sim::roce::faults wire_faults;
+    std::optional<std::chrono::milliseconds> link_down_after, link_up_after, function_dies_after, die_after;
+    std::string capture;
 };
 
 settings parse(int argc, char** argv) {
@@ -146,6 +199,30 @@ settings parse(int argc, char** argv) {
             s.options.fault.after_commands = static_cast<std::uint32_t>(number(a, value(), 0, 0xffffffffu));
         } else if (a == "--fault-function") {
             s.fault_function = static_cast<unsigned>(number(a, value(), 0, 63));
+        } else if (a == "--drop") {
+            s.wire_faults.drop = probability(a, value());
+        } else if (a == "--duplicate") {
+            s.wire_faults.duplicate = probability(a, value());
+        } else if (a == "--delay-us") {
+            s.wire_faults.delay = std::chrono::microseconds(number(a, value(), 0, max_delay_us));
+        } else if (a == "--jitter-us") {
+            s.wire_faults.jitter = std::chrono::microseconds(number(a, value(), 0, max_delay_us));
+        } else if (a == "--link-down-after-ms") {
+            s.link_down_after = std::chrono::milliseconds(number(a, value(), 0, max_after_ms));
+        } else if (a == "--link-up-after-ms") {
+            s.link_up_after = std::chrono::milliseconds(number(a, value(), 1, max_after_ms));
+        } else if (a == "--function-dies-after-ms") {
+            s.function_dies_after = std::chrono::milliseconds(number(a, value(), 0, max_after_ms));
+        } else if (a == "--die-after-ms") {
+            s.die_after = std::chrono::milliseconds(number(a, value(), 0, max_after_ms));
+        } else if (a == "--capture") {
+            s.capture = value();
+            // created here, so that a path that cannot be one is an argument error
+            std::FILE* f = s.capture.empty() ? nullptr : std::fopen(s.capture.c_str(), "wb");
+            if (f == nullptr) {
+                bad("bad value for --capture: '" + s.capture + "' (the file cannot be created)");
+            }
+            std::fclose(f);
         } else {
             bad("unknown option '" + std::string(a) + "'");
         }
@@ -166,16 +243,54 @@ settings parse(int argc, char** argv) {
         bad("--fault-function " + std::to_string(*s.fault_function) + " names no function (0.." +
             std::to_string(s.functions - 1) + ")");
     }
+    if (s.link_up_after && !s.link_down_after) {
+        bad("--link-up-after-ms " + std::to_string(s.link_up_after->count()) + " needs --link-down-after-ms");
+    }
+    if (s.link_up_after && *s.link_up_after <= *s.link_down_after) {
+        bad("bad value for --link-up-after-ms: '" + std::to_string(s.link_up_after->count()) +
+            "' (expected more than --link-down-after-ms " + std::to_string(s.link_down_after->count()) + ")");
+    }
     return s;
 }
+
+// The tool's own logger: the faults as they fire (info by default; SPDLOG_LEVEL=nicsim=warn
+// quiets it).
+spdlog::logger& say() {
+    static const std::shared_ptr<spdlog::logger> logger = [] {
+        auto l = spdlog::stderr_color_mt("nicsim");
+        l->set_level(spdlog::level::info);
+        spdlog::cfg::load_env_levels();
+        return l;
+    }();
+    return *logger;
+}
+
+// Function k's permanent MAC, 02:00:00:00:HH:LL with HHLL = k + 1: as a number for the model's
+// firmware, as bytes for the wire.
+std::uint64_t mac_number(unsigned k) { return 0x0200'0000'0000ull + k + 1; }
+
+rig::sim::roce::mac_address mac_of(unsigned k) {
+    const std::uint64_t mac = mac_number(k);
+    rig::sim::roce::mac_address m{};
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        m[i] = static_cast<std::byte>(mac >> (8 * (5 - i)));
+    }
+    return m;
+}
+
+// A fault that fires once, at `at` after the sockets are served.
+struct timed_fault {
+    std::chrono::milliseconds at;
+    std::function<void()> fire;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
     const settings s = parse(argc, argv);
 
-    // SIGINT/SIGTERM are taken by sigwait on this thread: block them before any thread starts,
-    // so that every thread inherits the mask and none is interrupted.
+    // SIGINT/SIGTERM (and SIGUSR1) are taken by sigtimedwait on this thread: block them before
+    // any thread starts, so that every thread inherits the mask and none is interrupted.
     // A shell starts background jobs with SIGINT ignored; a stop request must still stop us.
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
@@ -183,16 +298,23 @@ int main(int argc, char** argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    sigset_t signals = stop_signals;  // and SIGUSR1: toggle the link
+    std::signal(SIGUSR1, SIG_DFL);
+    sigaddset(&signals, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     // All functions on one in-process switch (their RoCE ports, by MAC); it outlives them.
     rig::sim::roce::wire wire;
+    if (!s.capture.empty() && !wire.capture(s.capture)) {
+        std::fprintf(stderr, "rig-nicsim: cannot create the capture file %s\n", s.capture.c_str());
+        return 1;
+    }
     std::vector<std::unique_ptr<model::function_model>> functions;
     std::vector<std::unique_ptr<rig::sim::vfio_user::server>> servers;
     for (unsigned k = 0; k < s.functions; ++k) {
         model::function_options o = s.options;
         o.function_index = static_cast<std::uint16_t>(k);
-        o.firmware.mac = 0x0200'0000'0000ull + k + 1;  // 02:00:00:00:HH:LL, HHLL = k + 1
+        o.firmware.mac = mac_number(k);
         if (s.fault_function && *s.fault_function != k) {
             o.fault = {};
         }
@@ -208,14 +330,96 @@ int main(int argc, char** argv) {
         functions.back()->attach_wire(wire);
         servers.push_back(std::move(*srv));
     }
+    // The functions the faults strike: K, or all of them.
+    std::vector<unsigned> struck;
+    for (unsigned k = 0; k < s.functions; ++k) {
+        if (!s.fault_function || *s.fault_function == k) {
+            struck.push_back(k);
+        }
+    }
+    const std::string whom =
+        s.fault_function ? "function " + std::to_string(*s.fault_function) : std::string("every function");
+    if (s.fault_function) {
+        wire.set_port_faults(mac_of(*s.fault_function), s.wire_faults);
+    } else {
+        wire.set_faults(s.wire_faults);
+    }
+    const rig::sim::roce::faults& f = s.wire_faults;
+    if (f.drop > 0 || f.duplicate > 0 || f.delay.count() > 0 || f.jitter.count() > 0) {
+        // they strike frame by frame on the data path, which logs nothing: said once here
+        say().info("frames of {}: drop {}, duplicate {}, delay {} us, jitter {} us", whom, f.drop, f.duplicate,
+                   std::chrono::duration_cast<std::chrono::microseconds>(f.delay).count(),
+                   std::chrono::duration_cast<std::chrono::microseconds>(f.jitter).count());
+    }
+
+    bool link_up = true;
+    std::vector<bool> dead(s.functions, false);  // a dead card's link stays down
+    const auto set_link = [&](bool up, const char* why) {
+        link_up = up;
+        for (unsigned k : struck) {
+            wire.set_port_link(mac_of(k), up && !dead[k]);
+        }
+        say().info("link {} for {} ({})", up ? "up" : "down", whom, why);
+    };
+    std::vector<timed_fault> timed;
+    if (s.link_down_after) {
+        timed.push_back({*s.link_down_after, [&] { set_link(false, "--link-down-after-ms"); }});
+    }
+    if (s.link_up_after) {
+        timed.push_back({*s.link_up_after, [&] { set_link(true, "--link-up-after-ms"); }});
+    }
+    if (s.function_dies_after) {
+        timed.push_back({*s.function_dies_after, [&] {
+                             for (unsigned k : struck) {
+                                 // the firmware and the data path stop under the model's lock; the
+                                 // port then loses what is sent to it, as a dead card's link does
+                                 functions[k]->die_for_good();
+                                 dead[k] = true;
+                                 wire.set_port_link(mac_of(k), false);
+                             }
+                             say().info("{} died for good (--function-dies-after-ms)", whom);
+                         }});
+    }
+    if (s.die_after) {
+        timed.push_back({*s.die_after, [&] {
+                             say().info("the whole model dies now by SIGKILL (--die-after-ms); its "
+                                        "sockets stay behind");
+                             say().flush();
+                             wire.capture("");  // the capture keeps every frame up to here
+                             ::kill(::getpid(), SIGKILL);
+                         }});
+    }
+    // in firing order; equal times keep the order above
+    std::stable_sort(timed.begin(), timed.end(), [](const timed_fault& x, const timed_fault& y) { return x.at < y.at; });
+
     for (unsigned k = 0; k < s.functions; ++k) {
         servers[k]->start();
         std::printf("%s\n", servers[k]->path().c_str());
     }
     std::fflush(stdout);
 
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t next = 0;
+    for (;;) {
+        int sig = -1;
+        if (next < timed.size()) {
+            const auto left = start + timed[next].at - std::chrono::steady_clock::now();
+            const auto ns = std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
+            const timespec t{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+            sig = sigtimedwait(&signals, nullptr, &t);
+            if (sig < 0 && errno == EAGAIN) {
+                timed[next++].fire();
+                continue;
+            }
+        } else {
+            sig = sigwaitinfo(&signals, nullptr);
+        }
+        if (sig == SIGUSR1) {
+            set_link(!link_up, "SIGUSR1");
+        } else if (sig == SIGINT || sig == SIGTERM) {
+            break;
+        }  // else EINTR: look again
+    }
     // servers first (each ends its client, which resets its function), then the functions
     servers.clear();
     functions.clear();

@@ -15,6 +15,8 @@ void refuse(const char* what, std::int64_t value) {
         range = " (must not be negative)";
     } else if (w == "length") {
         range = " (must be in [0, 2^31-1])";
+    } else if (w == "message length") {
+        range = " (must be in [0, 2^31]: two data segments at 2^31)";
     } else if (w == "key") {
         range = " (must be in [0, 2^32-1])";
     } else if (w == "address") {
@@ -40,12 +42,12 @@ void refuse_inline(std::size_t bytes) {
                                 " fit one block)");
 }
 
-void check(const local& l) {
+void check(const local& l, std::int64_t length_limit) {
     if (l.address < 0) {
         refuse("address", l.address);
     }
-    if (!valid_length(l.bytes)) {
-        refuse("length", l.bytes);
+    if (l.bytes < 0 || l.bytes > length_limit) {
+        refuse(length_limit == max_length ? "length" : "message length", l.bytes);
     }
     if (!valid_key(l.key)) {
         refuse("key", l.key);
@@ -67,7 +69,7 @@ void check(const remote& r) {
 void refuse_entry(std::size_t at, std::size_t size, std::int64_t qp, std::int64_t index,
                   std::int64_t l_address, std::int64_t l_bytes, std::int64_t l_key,
                   std::int64_t r_address, std::int64_t r_key, std::size_t inline_bytes,
-                  bool check_local) {
+                  bool check_local, std::int64_t length_limit) {
     if (at % entry_size != 0 || at > size || size - at < entry_size) {
         refuse_place(at, size, entry_size);
     }
@@ -81,7 +83,7 @@ void refuse_entry(std::size_t at, std::size_t size, std::int64_t qp, std::int64_
         refuse_inline(inline_bytes);
     }
     if (check_local) {
-        check(local{l_address, l_bytes, l_key});
+        check(local{l_address, l_bytes, l_key}, length_limit);
     }
     check(remote{r_address, r_key});
     throw std::logic_error("mlx5 entry: refuse_entry found nothing to refuse");

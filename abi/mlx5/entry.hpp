@@ -13,12 +13,22 @@
 // segment's byte_count of 0 as 2^31 bytes, which is why rdma-core's and the kernel's post paths
 // skip zero-length elements (providers/mlx5/qp.c, drivers/infiniband/hw/mlx5/wr.c).
 //
+// A message of exactly 2^31 bytes (the seed's largest) does not fit one data segment: byte_count
+// holds at most 2^31 - 1 (bit 31 is MLX5_INLINE_SEG). The typed writers below take a length in
+// [0, 2^31] (max_message) and write a 2^31-byte local side as two segments of 2^30 bytes each,
+// at address and address + 2^30: the halves keep the first one's alignment (a page-aligned
+// buffer gives two page-aligned DMA reads, where 2^31 - 1 + 1 would end on a 1-byte read at an
+// odd address), and ds grows by one. WRITE/READ: 16 + 16 + 2 x 16 = 64, SEND 48: still one block.
+// The generic write(entry) keeps the seed's contract (seeds/rig_mlx5_abi_entry.txt): a length
+// is refused outside [0, 2^31 - 1], one element is one segment.
+//
 // Every entry fits one block, so no entry wraps around the end of the ring.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 
 #include "abi/bits.hpp"
@@ -68,7 +78,9 @@ inline constexpr std::uint32_t inline_seg_flag = 0x80000000u;   // MLX5_INLINE_S
 inline constexpr std::uint32_t invalid_lkey = 0x100;            // MLX5_INVALID_LKEY
 
 inline constexpr std::int64_t max_qp = (std::int64_t{1} << 24) - 1;
-inline constexpr std::int64_t max_length = (std::int64_t{1} << 31) - 1;
+inline constexpr std::int64_t max_length = (std::int64_t{1} << 31) - 1;   // one data segment
+inline constexpr std::int64_t max_message = std::int64_t{1} << 31;          // typed writers: two
+inline constexpr std::int64_t half_message = max_message / 2;               // each of the two
 inline constexpr std::int64_t max_key = (std::int64_t{1} << 32) - 1;
 
 namespace detail {
@@ -76,7 +88,9 @@ namespace detail {
 [[noreturn]] void refuse(const char* what, std::int64_t value);   // entry.cpp
 [[noreturn]] void refuse_place(std::size_t at, std::size_t size, std::size_t unit);
 [[noreturn]] void refuse_inline(std::size_t bytes);
-void check(const local& l);    // throw naming the first bad value, in entry.cpp
+// Throw naming the first bad value, in entry.cpp; `length_limit` is max_length (one segment,
+// the seed's generic writer) or max_message (the typed writers and the receive writer).
+void check(const local& l, std::int64_t length_limit = max_length);
 void check(const remote& r);
 // The values travel as scalars: g++ builds an aggregate argument (or the object a reference
 // names) in memory before the branch that leads to the call, which puts a dozen stack stores on
@@ -85,7 +99,8 @@ void check(const remote& r);
                                           std::int64_t index, std::int64_t l_address,
                                           std::int64_t l_bytes, std::int64_t l_key,
                                           std::int64_t r_address, std::int64_t r_key,
-                                          std::size_t inline_bytes, bool check_local);
+                                          std::size_t inline_bytes, bool check_local,
+                                          std::int64_t length_limit = max_length);
 
 // Validity as one predicate without branches: the hot path takes one well-predicted branch per
 // entry, and only a refused entry pays for finding which value was wrong (refuse_entry).
@@ -98,6 +113,12 @@ inline bool valid_key(std::int64_t k) noexcept {
 }
 inline bool valid(const local& l) noexcept {
     return (l.address >= 0) & valid_length(l.bytes) & valid_key(l.key);
+}
+// The typed writers' local side: up to 2^31 bytes (two segments at 2^31).
+inline bool valid_message(const local& l) noexcept {
+    return (l.address >= 0) &
+           (static_cast<std::uint64_t>(l.bytes) <= static_cast<std::uint64_t>(max_message)) &
+           valid_key(l.key);
 }
 inline bool valid(const remote& r) noexcept { return (r.address >= 0) & valid_key(r.key); }
 
@@ -131,6 +152,25 @@ struct block {
         put(seg * 2, lo_hi(to_be32(static_cast<std::uint32_t>(l.bytes)),
                            to_be32(static_cast<std::uint32_t>(l.key))));
         put(seg * 2 + 1, to_be64(static_cast<std::uint64_t>(l.address)));
+    }
+    // The local side from segment `seg` on: none for 0 bytes, one below 2^31, two halves at 2^31
+    // (header comment). Returns the segments written. The two-segment case is out of the way of
+    // the one-segment path (bench-post); the second address is summed in 64 unsigned bits, where
+    // a non-negative address plus 2^30 cannot wrap.
+    std::uint32_t local_side(std::size_t seg, const local& l) const noexcept {
+        if (l.bytes == max_message) [[unlikely]] {
+            const auto a = static_cast<std::uint64_t>(l.address);
+            data(seg, local{l.address, half_message, l.key});
+            put((seg + 1) * 2, lo_hi(to_be32(static_cast<std::uint32_t>(half_message)),
+                                     to_be32(static_cast<std::uint32_t>(l.key))));
+            put((seg + 1) * 2 + 1, to_be64(a + static_cast<std::uint64_t>(half_message)));
+            return 2;
+        }
+        if (l.bytes != 0) {
+            data(seg, l);
+            return 1;
+        }
+        return 0;
     }
     // the word whose bytes sit first in memory goes in the low half on a little-endian host
     static constexpr std::uint64_t lo_hi(std::uint32_t first, std::uint32_t second) noexcept {
@@ -172,17 +212,15 @@ namespace detail {
 [[gnu::always_inline]] inline void rdma(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                  send_opcode opc, const local& l, const remote& r, bool signal) {
     const slot s(b, at, qp, index);
-    if (!(s.ok & valid(l) & valid(r))) [[unlikely]] {
-        refuse_entry(at, b.size(), qp, index, l.address, l.bytes, l.key, r.address, r.key, 0, true);
+    if (!(s.ok & valid_message(l) & valid(r))) [[unlikely]] {
+        refuse_entry(at, b.size(), qp, index, l.address, l.bytes, l.key, r.address, r.key, 0, true,
+                     max_message);
     }
     const block w{s.p};
-    const bool has_data = l.bytes != 0;
-    w.ctrl(s.idx, opc, s.qpn, has_data ? 3 : 2, signal);
     w.raddr(1, r);
-    if (has_data) {
-        w.data(2, l);
-    }
-    w.zero(has_data ? 6 : 4);
+    const std::uint32_t segs = w.local_side(2, l);
+    w.ctrl(s.idx, opc, s.qpn, 2 + segs, signal);
+    w.zero(4 + 2 * segs);
 }
 }  // namespace detail
 
@@ -199,17 +237,14 @@ namespace detail {
 [[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const send_op& o, bool signal) {
     const detail::slot s(b, at, qp, index);
-    if (!(s.ok & detail::valid(o.src))) [[unlikely]] {
+    if (!(s.ok & detail::valid_message(o.src))) [[unlikely]] {
         detail::refuse_entry(at, b.size(), qp, index, o.src.address, o.src.bytes, o.src.key, 0, 0,
-                             0, true);
+                             0, true, max_message);
     }
     const detail::block w{s.p};
-    const bool has_data = o.src.bytes != 0;
-    w.ctrl(s.idx, send_opcode::send, s.qpn, has_data ? 2 : 1, signal);
-    if (has_data) {
-        w.data(1, o.src);
-    }
-    w.zero(has_data ? 4 : 2);
+    const std::uint32_t segs = w.local_side(1, o.src);
+    w.ctrl(s.idx, send_opcode::send, s.qpn, 1 + segs, signal);
+    w.zero(2 + 2 * segs);
 }
 
 [[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
@@ -233,9 +268,33 @@ namespace detail {
 // Writes e in the 64 bytes of b at byte `at`, as entry number `index` (the ring's producer
 // count before the entry; the NIC reads its low 16 bits) of queue pair number `qp`.
 // Refusals throw std::invalid_argument naming the bad value, before any byte of b is written.
+// The seed's limit holds here: a length of 2^31, which the typed writers take as two segments,
+// is refused as any other length outside [0, 2^31 - 1], after the checks the seed lists first.
 inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const entry& e) {
-    std::visit([&](const auto& o) { write(b, at, qp, index, o, e.signal); }, e.op);
+    std::visit([&](const auto& o) {
+        using O = std::decay_t<decltype(o)>;
+        if constexpr (!std::is_same_v<O, write_inline_op>) {
+            const local& l = [&]() -> const local& {
+                if constexpr (std::is_same_v<O, read_op>) {
+                    return o.dst;
+                } else {
+                    return o.src;
+                }
+            }();
+            if (l.bytes == max_message) [[unlikely]] {
+                remote r{};
+                if constexpr (std::is_same_v<O, write_op>) {
+                    r = o.dst;
+                } else if constexpr (std::is_same_v<O, read_op>) {
+                    r = o.src;
+                }
+                detail::refuse_entry(at, b.size(), qp, index, l.address, l.bytes, l.key, r.address,
+                                     r.key, 0, true, max_length);
+            }
+        }
+        write(b, at, qp, index, o, e.signal);
+    }, e.op);
 }
 
 // ---- receive entries --------------------------------------------------------------------------
@@ -243,6 +302,8 @@ inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::
 // A receive entry is a list of scatter entries (data segments) in a slot of `stride` bytes
 // (16 << qpc.log_rq_stride). A list shorter than the slot ends with a segment of byte_count 0
 // and the invalid lkey 0x100 (reference §4.4); zero-length elements are skipped as on send.
+// An element takes [0, 2^31] bytes as the typed send writers do: 2^31 is two segments of 2^30
+// (header comment), so a queue whose receives may take 2^31 needs a slot of 32 bytes or more.
 inline constexpr std::size_t scatter_size = 16;
 
 inline void write_receive(std::span<std::byte> b, std::size_t at, std::size_t stride,
@@ -255,22 +316,28 @@ inline void write_receive(std::span<std::byte> b, std::size_t at, std::size_t st
     }
     std::size_t used = 0;
     for (const local& l : scatter) {
-        detail::check(l);
-        used += l.bytes != 0 ? 1 : 0;
+        detail::check(l, max_message);
+        used += l.bytes == max_message ? 2 : l.bytes != 0 ? 1 : 0;
     }
     if (used * scatter_size > stride) [[unlikely]] {
         detail::refuse("scatter entries", static_cast<std::int64_t>(used));
     }
     std::byte* p = b.data() + at;
     std::memset(p, 0, stride);
-    for (const local& l : scatter) {
-        if (l.bytes == 0) {
-            continue;
-        }
-        store_be<std::uint32_t>(p, static_cast<std::uint32_t>(l.bytes));
-        store_be<std::uint32_t>(p + 4, static_cast<std::uint32_t>(l.key));
-        store_be<std::uint64_t>(p + 8, static_cast<std::uint64_t>(l.address));
+    const auto segment = [&p](std::int64_t bytes, std::int64_t key, std::uint64_t address) {
+        store_be<std::uint32_t>(p, static_cast<std::uint32_t>(bytes));
+        store_be<std::uint32_t>(p + 4, static_cast<std::uint32_t>(key));
+        store_be<std::uint64_t>(p + 8, address);
         p += scatter_size;
+    };
+    for (const local& l : scatter) {
+        const auto a = static_cast<std::uint64_t>(l.address);
+        if (l.bytes == max_message) {
+            segment(half_message, l.key, a);
+            segment(half_message, l.key, a + static_cast<std::uint64_t>(half_message));
+        } else if (l.bytes != 0) {
+            segment(l.bytes, l.key, a);
+        }
     }
     if (used * scatter_size < stride) {
         store_be<std::uint32_t>(p + 4, invalid_lkey);   // byte_count 0, addr 0: end of list

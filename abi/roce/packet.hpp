@@ -61,6 +61,15 @@ std::size_t frame_bytes(const route& r, opcode op, std::size_t payload_bytes) no
 // throws std::invalid_argument and leaves `out` untouched.
 std::size_t encode(const route& r, const transport& t, std::span<const std::byte> payload, std::span<std::byte> out);
 
+// encode() in two steps, for a sender that places the payload itself (a NIC gathers it from
+// host memory straight into the frame): encode_headers() writes everything but the payload
+// bytes, i.e. headers, pad and a zero ICRC, and returns the frame's length; the payload goes at
+// payload_offset(). seal() then computes and stores the ICRC over the finished frame. Misuse
+// as encode's; `out` outside [payload_offset, + payload_bytes) is written, the rest untouched.
+std::size_t encode_headers(const route& r, const transport& t, std::size_t payload_bytes, std::span<std::byte> out);
+std::size_t payload_offset(const route& r, opcode op) noexcept;
+void seal(std::span<std::byte> frame) noexcept;
+
 // Why a frame is not a RoCEv2 packet this decoder takes. A receiver drops such frames silently
 // (spec 9.6: packets failing header or ICRC checks are discarded, no NAK).
 enum class decode_error {
@@ -83,7 +92,12 @@ struct decoded {
     std::span<const std::byte> payload;  // pad removed
 };
 
-std::expected<decoded, decode_error> decode(std::span<const std::byte> frame) noexcept;
+// `icrc`: whether to check the ICRC. A receiver skips it only for a frame it knows was never
+// sealed (the model's in-process wire carries unsealed frames between its own functions: the
+// ICRC guards against corruption on a link, which that hand-over cannot suffer); it still
+// takes the four bytes as the ICRC's place.
+enum class icrc_check : bool { skip, verify };
+std::expected<decoded, decode_error> decode(std::span<const std::byte> frame, icrc_check icrc = icrc_check::verify) noexcept;
 
 // The invariant CRC of a frame whose last four bytes are the ICRC (or will be): CRC-32 (IEEE
 // 802.3) over 64 one-bits standing for the absent LRH, the IP header with its variant fields

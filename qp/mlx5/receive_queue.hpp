@@ -4,6 +4,7 @@
 //   entry k in slot k & (slots-1) of `stride` bytes: its scatter list, ended by a segment of
 //   byte_count 0 and lkey MLX5_INVALID_LKEY when shorter than the slot (abi write_receive);
 //   then to_device barrier and record word MLX5_RCV_DBR (+0) = be32(k + 1 & 0xffff).
+//   A 2^31-byte element takes two segments (abi/mlx5/entry.hpp), so make_qp's slots are 32 bytes.
 //   A receive has no MMIO doorbell: the record is the whole post.
 // A responder CQE (RESP_SEND) carries in wqe_counter the index of the entry it filled and in
 // byte_cnt the length of the message; RESP_ERR fails the entry and the ring.

@@ -2,6 +2,8 @@
 // QP transitions -> rc_qp); doorbells and WQE fetching are in doorbells.cpp (datapath.hpp).
 #include "sim/mlx5/datapath.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -10,6 +12,7 @@
 #include "abi/mlx5/ifc/qp.hpp"
 #include "abi/mlx5/ifc/resources.hpp"
 #include "sim/mlx5/function_model.hpp"
+#include "sim/vfio_user/dma_space.hpp"
 #include "sim/vfio_user/log.hpp"
 
 namespace rig::sim::mlx5 {
@@ -65,12 +68,16 @@ datapath::datapath(function_model& fn, roce::wire& w) : _fn(fn) {
     }
     _port = w.attach(m);
     _thread = std::thread([this] { loop(); });
+    // named so that per-thread CPU (top -H, /proc/self/task/*/comm, bench-model) shows the data path
+    const std::string name = "rig-dp-" + std::to_string(_fn._options.function_index);
+    ::pthread_setname_np(_thread.native_handle(), name.substr(0, 15).c_str());
 }
 
 datapath::~datapath() {
     {
         std::lock_guard g(_stop_lock);
         _stop = true;
+        _stopping.store(true, std::memory_order_relaxed);
     }
     _stop_wake.notify_all();
     if (_thread.joinable()) {
@@ -83,24 +90,34 @@ datapath::~datapath() {
 
 void datapath::loop() {
     auto backoff = min_backoff;
-    for (;;) {
+    auto last_work = roce::clock::now();
+    while (!_stopping.load(std::memory_order_relaxed)) {
+        const auto now = roce::clock::now();
         bool worked = false;
         {
             std::lock_guard g(_fn._lock);
-            worked = pass(roce::clock::now());
+            worked = pass(now);
         }
         _passes.fetch_add(1, std::memory_order_relaxed);
-        backoff = worked ? min_backoff : std::min(backoff * 2, max_backoff);
-        std::unique_lock s(_stop_lock);
-        if (_stop) {
-            return;
-        }
         if (worked) {
-            s.unlock();
-            std::this_thread::yield();  // the firmware thread shares _lock
-        } else {
-            _stop_wake.wait_for(s, backoff, [this] { return _stop; });
+            last_work = now;
+            backoff = min_backoff;
         }
+        if (worked || now - last_work < busy_window) {
+            // Still busy, or lately: look again at once. A doorbell rung within the window is
+            // seen within one pass, not after a sleep (a card's doorbell latency is ~1 us).
+            // The firmware thread shares _lock (EQ doorbells, commands), and a mutex taken back
+            // at once after each pass would starve it: a pass that found nothing yields, a
+            // busy one every 64th time only (the scheduler, CFS/EEVDF, charges each yield as a
+            // spent slice, and on a loaded host a thread that yields per pass starves).
+            if (!worked || (++_spins & 63) == 0) {
+                std::this_thread::yield();
+            }
+            continue;
+        }
+        std::unique_lock s(_stop_lock);
+        _stop_wake.wait_for(s, backoff, [this] { return _stop; });
+        backoff = std::min(backoff * 2, max_backoff);
     }
 }
 
@@ -115,6 +132,10 @@ bool datapath::pass(roce::clock::time_point now) {
     if (_fn._resets != _seen_resets || _fn._fw.commands_executed() != _seen_commands) {
         follow_objects();
     }
+    // The DMA view and the region table, each locked once for the whole pass rather than once
+    // per access: map, unmap and (de)registration wait for the pass as for one access.
+    vfio_user::dma_space::pin dma_pinned(*_dma);
+    roce::memory::pin regions_pinned(*_memory);
     bool did = poll_uar_pages();
     for (auto& [qpn, s] : _qps) {
         const qp_object* q = _fn._fw.qp(qpn);

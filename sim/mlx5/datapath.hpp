@@ -21,7 +21,9 @@
 //  4. runs the RC engine (frames in, timers, frames out);
 //  5. turns the rc_qps' completions into CQE64s in the CQ buffers (cqe.cpp), owner bit by
 //     pass over the ring, and posts one COMP EQE to an armed CQ, which it disarms.
-// An idle pass backs off (20 us doubling to 1 ms) as the firmware thread does for EQ doorbells.
+// After its last pass that did something the thread keeps polling for busy_window (100 us), so
+// a doorbell rung then is seen within a pass; after that, idle passes back off (20 us doubling
+// to 1 ms) as the firmware thread does for EQ doorbells, so an idle model costs no core.
 // Files: datapath.cpp (thread, objects), doorbells.cpp (steps 2-3), wqe.cpp (parsing),
 // cqe.cpp (step 5).
 //
@@ -81,6 +83,7 @@ bool parse_receive_wqe(std::span<const std::byte> wqe, std::uint32_t index, roce
 
 class datapath {
 public:
+    static constexpr std::chrono::microseconds busy_window{100};
     static constexpr std::chrono::microseconds min_backoff{20};
     static constexpr std::chrono::microseconds max_backoff{1000};
 
@@ -159,6 +162,8 @@ private:
     std::mutex _stop_lock;
     std::condition_variable _stop_wake;
     bool _stop = false;
+    std::atomic<bool> _stopping{false};  // _stop, read by the loop without the lock
+    std::uint32_t _spins = 0;            // busy passes, for the loop's occasional yield
     std::thread _thread;  // last
 };
 

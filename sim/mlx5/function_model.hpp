@@ -182,6 +182,11 @@ public:
     // The function is gone: config space and BAR0 read all ones, writes are dropped, nothing
     // completes, no interrupt. A reset brings it back.
     void die();
+    // As die(), and no reset brings it back: a card that failed, not a hung one (rig-nicsim
+    // --function-dies-after-ms). Its data path moves nothing from then on: no frame out, no
+    // DMA, no completion. The server keeps serving: a driver meets a function that reads all
+    // ones and answers nothing, as a card fallen off the bus does, not a closed socket.
+    void die_for_good();
     // Test hook for the driver's signature checks (cmdq.cpp): the next command handed back with
     // a delivery status OK and output block `block` (output_entry: the entry itself) gets that
     // block's (the entry's) signature byte flipped after signing. Checksums on or off. A reset
@@ -273,6 +278,7 @@ private:
     bool _fatal = false;
     bool _silent = false;
     bool _dead = false;
+    bool _dead_for_good = false;  // die_for_good(): every reset ends dead again
     struct injected_failure {
         std::uint16_t opcode;
         rig::mlx5::ifc::cmd_status status;

@@ -333,6 +333,9 @@ void function_model::reset_locked() {
     std::fill(_bar0.data() + _layout.msix_table, _bar0.data() + _options.bar0_size, std::byte{0});
     refresh_iseg();
     strike_planned_fault();  // a fault planned after 0 commands is there when the reset ends
+    if (_dead_for_good) {
+        die_locked();
+    }
 }
 
 // ---- faults ----
@@ -400,12 +403,21 @@ void function_model::die() {
     _idle.notify_all();
 }
 
+void function_model::die_for_good() {
+    std::unique_lock g(_lock);
+    _dead_for_good = true;
+    die_locked();
+    g.unlock();
+    _idle.notify_all();
+}
+
 void function_model::die_locked() {
     _dead = true;
     _pending = 0;
     // mapped UAR pages of a gone function read all ones too
     std::fill(_bar0.data() + _layout.uar_begin, _bar0.data() + _layout.uar_end, std::byte{0xff});
-    log().warn("mlx5: function died (reads all ones until reset)");
+    log().warn("mlx5: function {} died (reads all ones {})", _options.function_index,
+               _dead_for_good ? "for good" : "until reset");
 }
 
 // ---- inspection ----

@@ -39,7 +39,8 @@ bool engine::poll(clock::time_point now) noexcept {
         }
         did = true;
         ++_counters.frames_received;
-        const auto packet = rig::roce::decode(f->data());
+        const auto packet =
+            rig::roce::decode(f->data(), f->sealed ? rig::roce::icrc_check::verify : rig::roce::icrc_check::skip);
         if (!packet) {
             ++_counters.not_roce;
         } else if (packet->net.dst_gid != _gid) {

@@ -19,7 +19,38 @@ std::string_view to_string(mem_status s) noexcept {
     return "?";
 }
 
+namespace {
+// The memory this thread holds read-locked (memory::pin), if any.
+thread_local const memory* pinned_by_this_thread = nullptr;
+}  // namespace
+
+memory::pin::pin(const memory& m) : _m(m) {
+    if (pinned_by_this_thread != nullptr) {
+        // one slot per thread: a second pin would hide the first, whose accesses would lock again
+        throw std::invalid_argument("roce::memory::pin: this thread already holds a pin");
+    }
+    _m._lock.lock_shared();
+    pinned_by_this_thread = &_m;
+}
+
+memory::pin::~pin() {
+    pinned_by_this_thread = nullptr;
+    _m._lock.unlock_shared();
+}
+
+std::shared_lock<std::shared_mutex> memory::read_lock() const noexcept {
+    return pinned_by_this_thread == this ? std::shared_lock<std::shared_mutex>(_lock, std::defer_lock)
+                                         : std::shared_lock<std::shared_mutex>(_lock);
+}
+
+void memory::refuse_if_pinned(const char* call) const {
+    if (pinned_by_this_thread == this) {
+        throw std::invalid_argument(std::string("roce::memory::") + call + ": this thread holds the table pinned");
+    }
+}
+
 void memory::register_region(region r) {
+    refuse_if_pinned("register_region");
     auto refuse = [&](const std::string& why) {
         throw std::invalid_argument("roce::memory::register_region(key " + std::to_string(r.key) + "): " + why);
     };
@@ -52,12 +83,13 @@ void memory::register_region(region r) {
 }
 
 bool memory::deregister(std::uint32_t key) {
+    refuse_if_pinned("deregister");
     std::unique_lock g(_lock);
     return _regions.erase(key) != 0;
 }
 
 bool memory::registered(std::uint32_t key) const {
-    std::shared_lock g(_lock);
+    const auto g = read_lock();
     return _regions.contains(key);
 }
 
@@ -84,7 +116,7 @@ const region* memory::find_checked(std::uint32_t key, std::uint32_t pd, std::uin
 
 mem_status memory::check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                          std::uint8_t needed) const noexcept {
-    std::shared_lock g(_lock);
+    const auto g = read_lock();
     mem_status why;
     find_checked(key, pd, va, bytes, needed, why);
     return why;
@@ -121,7 +153,7 @@ mem_status memory::move(const region& r, std::uint64_t va, std::byte* p, std::si
 
 mem_status memory::read(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<std::byte> out,
                         std::uint8_t needed) const noexcept {
-    std::shared_lock g(_lock);
+    const auto g = read_lock();
     mem_status why;
     const region* r = find_checked(key, pd, va, out.size(), needed, why);
     return r == nullptr ? why : move(*r, va, out.data(), out.size(), false);
@@ -129,7 +161,7 @@ mem_status memory::read(std::uint32_t key, std::uint32_t pd, std::uint64_t va, s
 
 mem_status memory::write(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<const std::byte> in,
                          std::uint8_t needed) const noexcept {
-    std::shared_lock g(_lock);
+    const auto g = read_lock();
     mem_status why;
     const region* r = find_checked(key, pd, va, in.size(), needed, why);
     return r == nullptr ? why : move(*r, va, const_cast<std::byte*>(in.data()), in.size(), true);

@@ -13,7 +13,9 @@
 // Registration is the control path (it may allocate, misuse throws std::invalid_argument);
 // read/write are the data path: no allocation, no exception, no logging. Thread-safe: the
 // table is read-locked by accesses and write-locked by (de)registration, so a key deregistered
-// is refused by every access that starts after deregister returns.
+// is refused by every access that starts after deregister returns. A thread that makes many
+// accesses in a row (a data-path pass) may read-lock the table once for all of them with a
+// memory::pin; (de)registration waits until it goes.
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
@@ -66,6 +68,20 @@ public:
     memory(const memory&) = delete;
     memory& operator=(const memory&) = delete;
 
+    // Read-locks the table for this thread's accesses while it lives (one lock, not one per
+    // access). A thread holds one pin at a time (a second, on any memory, is misuse:
+    // std::invalid_argument), and does not (de)register meanwhile (misuse too).
+    class pin {
+    public:
+        explicit pin(const memory& m);
+        ~pin();
+        pin(const pin&) = delete;
+        pin& operator=(const pin&) = delete;
+
+    private:
+        const memory& _m;
+    };
+
     // Misuse (key already registered, zero length, range wrapping, page list too short for
     // the length, page_shift under 12 or over 40, page_offset outside the first page) throws
     // std::invalid_argument and registers nothing.
@@ -92,6 +108,9 @@ private:
     const region* find_checked(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                                std::uint8_t needed, mem_status& why) const noexcept;
     mem_status move(const region& r, std::uint64_t va, std::byte* p, std::size_t n, bool is_write) const noexcept;
+    // the read lock, unless this thread holds it by a pin
+    std::shared_lock<std::shared_mutex> read_lock() const noexcept;
+    void refuse_if_pinned(const char* call) const;
 
     vfio_user::dma_space& _dma;
     mutable std::shared_mutex _lock;

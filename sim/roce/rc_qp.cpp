@@ -96,7 +96,6 @@ rc_qp::rc_qp(memory& mem, port& wire_port, const qp_config& config)
     if (config.qpn > proto::psn_mask) {
         throw std::invalid_argument("roce::rc_qp: qpn " + std::to_string(config.qpn) + " is wider than 24 bits");
     }
-    _scratch.resize(4096);
     _sq.resize(config.sq_size);
     _rq.resize(config.rq_size);
     _send_done.slots.resize(config.sq_size);
@@ -206,12 +205,30 @@ std::uint32_t rc_qp::receive_room() const noexcept {
     return _config.rq_size - (_rq_post - _rq_done) - _receive_done.size();
 }
 
+// The parts of a request in use: a request is ~600 bytes, most of them unused scatter entries
+// and inline room, and copying it whole was a visible share of a small message's cost.
+void rc_qp::copy_request(send_request& to, const send_request& r) noexcept {
+    to.index = r.index;
+    to.op = r.op;
+    to.signaled = r.signaled;
+    to.sge_count = r.sge_count;
+    to.is_inline = r.is_inline;
+    to.inline_bytes = r.inline_bytes;
+    to.remote_va = r.remote_va;
+    to.rkey = r.rkey;
+    if (r.is_inline) {
+        std::memcpy(to.inline_data.data(), r.inline_data.data(), std::min<std::size_t>(r.inline_bytes, max_inline));
+    } else {
+        std::copy_n(r.sg.begin(), std::min<std::size_t>(r.sge_count, max_sge), to.sg.begin());
+    }
+}
+
 bool rc_qp::post_send(const send_request& r) noexcept {
     if (_state == qp_state::reset || send_room() == 0) {
         return false;
     }
     send_entry& e = sq(_sq_post);
-    e.wr = r;
+    copy_request(e.wr, r);
     e.first_psn = e.packets = 0;
     e.local_error = completion_status::success;
     // a request the NIC cannot run completes with a local QP operation error
@@ -315,14 +332,30 @@ mem_status rc_qp::scatter(const std::array<sge, max_sge>& sg, std::uint8_t count
 
 // ---- the wire ------------------------------------------------------------------------------------------
 
-bool rc_qp::send_frame(const proto::transport& t, std::span<const std::byte> payload, clock::time_point now) noexcept {
+frame* rc_qp::start_frame(const proto::transport& t, std::size_t payload_bytes, std::span<std::byte>& payload) noexcept {
     frame* f = _port.allocate();
     if (f == nullptr) {
-        return false;   // the switch is out of buffers: try again next poll
+        return nullptr;   // the switch is out of buffers: try again next poll
     }
-    f->size = static_cast<std::uint32_t>(proto::encode(_route, t, payload, f->bytes));
+    f->size = static_cast<std::uint32_t>(proto::encode_headers(_route, t, payload_bytes, f->bytes));
+    payload = std::span<std::byte>(f->bytes).subspan(proto::payload_offset(_route, t.op), payload_bytes);
+    return f;
+}
+
+// Unsealed (wire.hpp frame::sealed): the wire computes the ICRC only if the frame is captured.
+void rc_qp::send_frame(frame* f, clock::time_point now) noexcept {
+    f->sealed = false;
     _port.transmit(f, now);
     ++_counters.packets_sent;
+}
+
+bool rc_qp::send_empty(const proto::transport& t, clock::time_point now) noexcept {
+    std::span<std::byte> none;
+    frame* f = start_frame(t, 0, none);
+    if (f == nullptr) {
+        return false;
+    }
+    send_frame(f, now);
     return true;
 }
 

@@ -159,6 +159,7 @@ private:
     enum class inbound : std::uint8_t { none, send, write };
 
     // rc_qp.cpp
+    static void copy_request(send_request& to, const send_request& r) noexcept;
     void enter_error() noexcept;
     void complete_send(const send_entry& e, completion_status status) noexcept;
     void complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes) noexcept;
@@ -168,7 +169,12 @@ private:
     mem_status gather(const send_request& r, std::uint64_t offset, std::span<std::byte> out) const noexcept;
     mem_status scatter(const std::array<sge, max_sge>& sg, std::uint8_t count, std::uint64_t offset,
                        std::span<const std::byte> in) const noexcept;
-    bool send_frame(const rig::roce::transport& t, std::span<const std::byte> payload, clock::time_point now) noexcept;
+    // A frame for `t` with room for `payload_bytes`, headers written, the payload's place in
+    // `payload` (the caller gathers into it: one copy from host memory to the wire), or nullptr
+    // when the switch is out of buffers. Then send_frame() or, if filling failed, _port.release().
+    frame* start_frame(const rig::roce::transport& t, std::size_t payload_bytes, std::span<std::byte>& payload) noexcept;
+    void send_frame(frame* f, clock::time_point now) noexcept;
+    bool send_empty(const rig::roce::transport& t, clock::time_point now) noexcept;   // ACK, NAK, READ request
 
     // rc_requester.cpp
     void on_response(const rig::roce::decoded& packet, clock::time_point now) noexcept;
@@ -201,7 +207,6 @@ private:
     rig::roce::route _route{};
     std::chrono::nanoseconds _ack_timeout{0};
     qp_counters _counters;
-    std::vector<std::byte> _scratch;  // one packet's payload
 
     // ---- send queue and requester (free-running entry counters, PSNs 24-bit)
     std::vector<send_entry> _sq;

@@ -81,7 +81,7 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
     t.dest_qp = _path.dest_qpn;
     t.psn = _tx_psn;
     std::uint32_t next_psn;
-    std::span<const std::byte> payload;
+    frame* f = nullptr;
     if (e.wr.op == work_op::read) {
         // one request for the rest of the READ; its responses take the PSNs up to the end
         t.op = proto::opcode::read_request;
@@ -90,6 +90,10 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
         t.dma_length = static_cast<std::uint32_t>(e.bytes - std::min(offset, e.bytes));
         t.ack_req = true;
         next_psn = psn_add(e.first_psn, e.packets);
+        std::span<std::byte> none;
+        if ((f = start_frame(t, 0, none)) == nullptr) {
+            return false;
+        }
     } else {
         const auto len = static_cast<std::size_t>(std::min<std::uint64_t>(_path.mtu, e.bytes - offset));
         const bool write = e.wr.op == work_op::write;
@@ -101,18 +105,20 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
         }
         const bool last = seg + 1 == e.packets;
         t.ack_req = last || seg % 16 == 15 || psn_diff(psn_add(_tx_psn, 1), _una) >= static_cast<std::int32_t>(_send.max_inflight);
-        auto buffer = std::span<std::byte>(_scratch).first(len);
-        if (gather(e.wr, offset, buffer) != mem_status::ok) {
+        // the payload goes from host memory straight into the frame
+        std::span<std::byte> payload;
+        if ((f = start_frame(t, len, payload)) == nullptr) {
+            return false;
+        }
+        if (gather(e.wr, offset, payload) != mem_status::ok) {
+            _port.release(f);
             e.local_error = completion_status::local_protection;   // e.g. deregistered after start
             retire_completed();
             return false;
         }
-        payload = buffer;
         next_psn = psn_add(_tx_psn, 1);
     }
-    if (!send_frame(t, payload, now)) {
-        return false;
-    }
+    send_frame(f, now);
     if (psn_diff(_tx_psn, _sent_end) < 0) {
         ++_counters.retransmitted;
     }

@@ -251,16 +251,20 @@ bool rc_qp::send_responses(clock::time_point now) noexcept {
         t.psn = c.psn;
         t.syndrome = proto::syndrome(proto::ack_kind::ack, proto::credits_invalid);
         t.msn = _msn;
-        auto buffer = std::span<std::byte>(_scratch).first(len);
-        if (len > 0 && _mem.read(c.rkey, _config.pd, c.va + offset, buffer, access_remote_read) != mem_status::ok) {
+        // the payload goes from host memory straight into the frame
+        std::span<std::byte> payload;
+        frame* f = start_frame(t, len, payload);
+        if (f == nullptr) {
+            return did;
+        }
+        if (len > 0 && _mem.read(c.rkey, _config.pd, c.va + offset, payload, access_remote_read) != mem_status::ok) {
             // deregistered, or unmapped by the client, since the request was checked
+            _port.release(f);
             nak(proto::nak_code::remote_access_error, c.psn);
             enter_error();
             break;
         }
-        if (!send_frame(t, buffer, now)) {
-            return did;
-        }
+        send_frame(f, now);
         did = true;
         c.psn = psn_add(c.psn, 1);
         if (c.psn == c.end_psn) {
@@ -282,7 +286,7 @@ bool rc_qp::send_responses(clock::time_point now) noexcept {
             t.psn = psn_add(_epsn, proto::psn_mask);   // _epsn - 1: everything executed so far
             t.syndrome = proto::syndrome(proto::ack_kind::ack, proto::credits_invalid);
         }
-        if (send_frame(t, {}, now)) {
+        if (send_empty(t, now)) {
             _nak_pending = _ack_pending = false;   // a NAK acknowledges every PSN before it too
             did = true;
         }

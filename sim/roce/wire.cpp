@@ -150,6 +150,28 @@ void wire::set_faults(const faults& f) {
     _faults = f;
 }
 
+bool wire::set_port_faults(const mac_address& mac, const faults& f) {
+    std::unique_lock g(_config_lock);
+    for (port* p : _ports) {
+        if (p->_mac == mac) {
+            p->_faults = f;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool wire::set_port_link(const mac_address& mac, bool up) {
+    std::unique_lock g(_config_lock);
+    for (port* p : _ports) {
+        if (p->_mac == mac) {
+            p->_link_up = up;
+            return true;
+        }
+    }
+    return false;
+}
+
 bool wire::capture(const std::string& path) {
     std::lock_guard g(_state_lock);
     if (_capture != nullptr) {
@@ -204,6 +226,7 @@ frame* wire::take() noexcept {
         --_free_count;
         f->next = f->prev = nullptr;
         f->size = 0;
+        f->sealed = true;
     }
     return f;
 }
@@ -244,6 +267,10 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
         std::lock_guard g(_state_lock);
         ++_counters.transmitted;
         if (_capture != nullptr) {
+            if (!f->sealed) {   // the capture shows the frame as a link carries it, ICRC included
+                rig::roce::seal(f->writable());
+                f->sealed = true;
+            }
             const auto wall = std::chrono::system_clock::now().time_since_epoch();
             const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall).count();
             const std::uint32_t record[4] = {static_cast<std::uint32_t>(us / 1000000),
@@ -286,6 +313,7 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
         if (twin != nullptr) {
             std::memcpy(twin->bytes.data(), f->bytes.data(), f->size);
             twin->size = f->size;
+            twin->sealed = f->sealed;
             twin->due = now + delay_twin;
         }
     }

@@ -44,8 +44,15 @@ struct frame {
     frame* prev = nullptr;
     clock::time_point due{};
     std::uint32_t size = 0;
+    // false: the last four bytes are not yet the ICRC (rig::roce::encode_headers without seal).
+    // The model's own senders leave frames unsealed, as nothing between two ports of this
+    // switch can corrupt them; the wire seals a frame (rig::roce::seal) before anything outside
+    // sees it: the pcap capture. A receiver checks the ICRC of a sealed frame only. Frames
+    // from allocate() start sealed: whoever fills them by hand gives the whole frame.
+    bool sealed = true;
     alignas(64) std::array<std::byte, frame_capacity> bytes;
     std::span<const std::byte> data() const noexcept { return {bytes.data(), size}; }
+    std::span<std::byte> writable() noexcept { return {bytes.data(), size}; }
 };
 
 struct faults {
@@ -121,6 +128,10 @@ public:
     std::unique_ptr<port> attach(const mac_address& mac);
 
     void set_faults(const faults& f);
+    // What port::set_faults and port::set_link do, for the port attached under `mac` (a fault on
+    // one function, set by whoever runs the wire: rig-nicsim). false: no port has that MAC.
+    bool set_port_faults(const mac_address& mac, const faults& f);
+    bool set_port_link(const mac_address& mac, bool up);
     // Starts capturing every transmitted frame into a pcap file (LINKTYPE_ETHERNET, µs stamps
     // from the system clock). false when the file cannot be created. Empty path: stop.
     bool capture(const std::string& path);

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -11,6 +12,28 @@ namespace rig::sim::vfio_user {
 
 namespace {
 constexpr std::uint64_t page = 4096;
+// The dma_space this thread holds pinned (dma_space::pin), if any.
+thread_local dma_space* pinned_by_this_thread = nullptr;
+}  // namespace
+
+dma_space::pin::pin(dma_space& d) : _d(d) {
+    if (pinned_by_this_thread != nullptr) {
+        // one slot per thread: an access to the first dma_space would take the lock it holds
+        throw std::invalid_argument("vfio_user::dma_space::pin: this thread already holds a pin");
+    }
+    _d._lock.lock();
+    pinned_by_this_thread = &_d;
+}
+
+dma_space::pin::~pin() {
+    pinned_by_this_thread = nullptr;
+    _d._lock.unlock();
+}
+
+bool dma_space::pinned_here() const noexcept { return pinned_by_this_thread == this; }
+
+std::unique_lock<std::mutex> dma_space::hold() const {
+    return pinned_here() ? std::unique_lock<std::mutex>(_lock, std::defer_lock) : std::unique_lock<std::mutex>(_lock);
 }
 
 int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bool device_writes, int fd,
@@ -18,7 +41,7 @@ int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bo
     if (size == 0 || iova + size < iova) {
         return EINVAL;
     }
-    std::lock_guard g(_lock);
+    const auto g = hold();
     // the first window at or after iova, and the one before it, are the only candidates to overlap
     auto next = _windows.lower_bound(iova);
     if (next != _windows.end() && next->first < iova + size) {
@@ -55,7 +78,7 @@ int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bo
 int dma_space::unmap(std::uint64_t iova, std::uint64_t size) {
     std::shared_ptr<unmap_observer> observer;
     {
-        std::lock_guard g(_lock);
+        const auto g = hold();
         const auto it = _windows.find(iova);
         if (it == _windows.end() || it->second.size != size) {
             return ENOENT;
@@ -74,12 +97,12 @@ int dma_space::unmap(std::uint64_t iova, std::uint64_t size) {
 }
 
 void dma_space::watch_unmaps(std::weak_ptr<unmap_observer> observer) {
-    std::lock_guard g(_lock);
+    const auto g = hold();
     _unmap_observer = std::move(observer);
 }
 
 void dma_space::unmap_all() {
-    std::lock_guard g(_lock);
+    const auto g = hold();
     for (auto& [iova, w] : _windows) {
         if (w.base != nullptr) {
             ::munmap(w.base, w.size);
@@ -89,18 +112,18 @@ void dma_space::unmap_all() {
 }
 
 void dma_space::set_in_band(in_band_dma* to, std::thread::id thread) {
-    std::lock_guard g(_lock);
+    const auto g = hold();
     _in_band = to;
     _in_band_thread = thread;
 }
 
 std::size_t dma_space::window_count() const {
-    std::lock_guard g(_lock);
+    const auto g = hold();
     return _windows.size();
 }
 
 bool dma_space::by_message(std::uint64_t iova) const {
-    std::lock_guard g(_lock);
+    const auto g = hold();
     auto it = _windows.upper_bound(iova);
     if (it == _windows.begin()) {
         return false;
@@ -110,12 +133,12 @@ bool dma_space::by_message(std::uint64_t iova) const {
 }
 
 std::uint64_t dma_space::fault_count() const {
-    std::lock_guard g(_lock);
+    const auto g = hold();
     return _fault_count;
 }
 
 std::vector<dma_fault> dma_space::faults() const {
-    std::lock_guard g(_lock);
+    const auto g = hold();
     return {_faults.begin(), _faults.end()};
 }
 
@@ -130,7 +153,8 @@ void dma_space::refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::
 }
 
 bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write) {
-    std::unique_lock g(_lock);
+    const bool pinned = pinned_here();
+    std::unique_lock g = hold();
     if (n == 0) {
         return true;
     }
@@ -159,7 +183,7 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
     }
     // A window without fd: ask the client. Only the server's thread may talk to it, and not
     // under the lock (the answer takes a round trip).
-    if (_in_band == nullptr || std::this_thread::get_id() != _in_band_thread) {
+    if (pinned || _in_band == nullptr || std::this_thread::get_id() != _in_band_thread) {
         refuse(iova, n, is_write, "window without fd accessed outside a client request");
         return false;
     }

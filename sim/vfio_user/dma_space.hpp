@@ -11,6 +11,9 @@
 //
 // Thread-safe. An access holds the lock while it copies, so DMA_UNMAP, which takes the lock to
 // drop the window, waits for accesses in flight (the spec wants them finished before the reply).
+// A thread that makes many accesses in a row (a device model's data-path pass) may hold the
+// lock once for all of them with a dma_space::pin: its accesses then take no lock, and a map or
+// unmap waits until the pin goes, as it waits for one access in flight.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -62,6 +65,21 @@ public:
     dma_space& operator=(const dma_space&) = delete;
     ~dma_space() { unmap_all(); }
 
+    // Holds the DMA view steady for this thread's accesses while it lives (one lock, not one
+    // per access). Windows without fd are refused to it: their accesses give the lock up for a
+    // round trip to the client. A thread holds one pin at a time (a second, on any dma_space,
+    // is misuse: std::invalid_argument) and makes no map or unmap meanwhile.
+    class pin {
+    public:
+        explicit pin(dma_space& d);
+        ~pin();
+        pin(const pin&) = delete;
+        pin& operator=(const pin&) = delete;
+
+    private:
+        dma_space& _d;
+    };
+
     // ---- the device's accesses ----
     bool read(std::uint64_t iova, std::span<std::byte> out);
     bool write(std::uint64_t iova, std::span<const std::byte> in);
@@ -94,6 +112,9 @@ private:
         std::byte* base;   // nullptr: no fd, reached in band
     };
     bool access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write);
+    // _lock, unless this thread holds it by a pin
+    std::unique_lock<std::mutex> hold() const;
+    bool pinned_here() const noexcept;
     void refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::string reason);
 
     mutable std::mutex _lock;

@@ -10,6 +10,8 @@
  *   E R qp index signal raddr rkey laddr len lkey     RDMA READ (remote -> local)
  *   E S qp index signal laddr len lkey                SEND
  *   E I qp index signal raddr rkey HEX|-              RDMA WRITE, inline payload
+ *   G W|R qp index signal raddr rkey n {laddr len lkey}*n   RDMA WRITE/READ, gather list
+ *   G S qp index signal n {laddr len lkey}*n          SEND, gather list (one data segment each)
  *   V stride n {laddr len lkey}*n                     receive entry of `stride` bytes
  *   C opcode qpn sopcode wqe_counter byte_cnt imm syndrome vendor owner se format
  *                                                     completion; also prints the dv getters
@@ -107,6 +109,48 @@ static void entry(char kind, uint32_t qp, uint64_t index, int signal)
 	hex(w, sizeof w);
 }
 
+/* An entry with a list of n elements, as rdma-core's _mlx5_post_send fills it from a wr's sg_list:
+ * one mlx5dv_set_data_seg per element of non-zero length, ds counting the segments written. */
+static void gather_entry(char kind, uint32_t qp, uint64_t index, int signal)
+{
+	uint8_t w[64] __attribute__((aligned(64)));
+	memset(w, 0, sizeof w);
+	uint8_t fm_ce_se = signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0;
+	size_t at = 16;
+	uint8_t opcode;
+	if (kind == 'W' || kind == 'R') {
+		uint64_t raddr;
+		uint32_t rkey;
+		if (scanf("%" SCNu64 " %" SCNu32, &raddr, &rkey) != 2)
+			exit(2);
+		set_raddr((void *)(w + 16), raddr, rkey);
+		at = 32;
+		opcode = kind == 'W' ? MLX5_OPCODE_RDMA_WRITE : MLX5_OPCODE_RDMA_READ;
+	} else if (kind == 'S') {
+		opcode = MLX5_OPCODE_SEND;
+	} else {
+		exit(4);
+	}
+	unsigned n;
+	if (scanf("%u", &n) != 1)
+		exit(2);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t laddr;
+		uint32_t len, lkey;
+		if (scanf("%" SCNu64 " %" SCNu32 " %" SCNu32, &laddr, &len, &lkey) != 3)
+			exit(2);
+		if (!len)
+			continue;
+		if (at + sizeof(struct mlx5_wqe_data_seg) > sizeof w)
+			exit(3);
+		mlx5dv_set_data_seg((void *)(w + at), len, lkey, (uintptr_t)laddr);
+		at += sizeof(struct mlx5_wqe_data_seg);
+	}
+	mlx5dv_set_ctrl_seg((void *)w, (uint16_t)index, opcode, 0, qp, fm_ce_se, (uint8_t)(at / 16), 0,
+			    0);
+	hex(w, sizeof w);
+}
+
 static void receive(void)
 {
 	unsigned stride, n;
@@ -166,14 +210,17 @@ int main(void)
 {
 	char tag[4];
 	while (scanf("%3s", tag) == 1) {
-		if (tag[0] == 'E') {
+		if (tag[0] == 'E' || tag[0] == 'G') {
 			char kind[4];
 			uint32_t qp;
 			uint64_t index;
 			int signal;
 			if (scanf("%3s %" SCNu32 " %" SCNu64 " %d", kind, &qp, &index, &signal) != 4)
 				return 2;
-			entry(kind[0], qp, index, signal);
+			if (tag[0] == 'G')
+				gather_entry(kind[0], qp, index, signal);
+			else
+				entry(kind[0], qp, index, signal);
 		} else if (tag[0] == 'V') {
 			receive();
 		} else if (tag[0] == 'C') {

@@ -1,0 +1,308 @@
+// The measured loops (loops.hpp). Nothing here allocates per entry: the timestamp arrays are
+// sized before the first post, and no call logs.
+#include "tools/rig-perf/loops.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <span>
+#include <thread>
+
+#include "tools/rig-perf/stats.hpp"
+
+namespace rig::perf {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
+}
+
+// Progress watchdog: an error once `stall` passes without progress. Reads the clock every
+// 256 calls so that spinning stays cheap, and yields the core there: on a dedicated core that
+// returns at once, but where the peer, the model's threads and this side share few cores
+// (rig-perf on the device model) a spinner that never yields delays the very reply it waits for.
+class watchdog {
+public:
+    explicit watchdog(std::chrono::milliseconds stall) : _stall(stall), _last(clock::now()) {}
+    void progress() noexcept {
+        _count = 0;
+        _last = clock::now();
+    }
+    bool stalled() noexcept {
+        if (++_count % 256 != 0) {
+            return false;
+        }
+        std::this_thread::yield();
+        return clock::now() - _last > _stall;
+    }
+
+private:
+    std::chrono::milliseconds _stall;
+    clock::time_point _last;
+    std::uint32_t _count = 0;
+};
+
+std::string stall_message(const char* waiting, std::chrono::milliseconds stall) {
+    return std::string("no ") + waiting + " for " + std::to_string(stall.count()) + " ms (the peer or the NIC stopped)";
+}
+
+// The last byte of a message in the second half: written by the peer's NIC, read here while
+// it may change (a device write to memory this thread spins on).
+std::uint8_t last_byte(const lane& l, const loop_settings& s) {
+    std::byte& b = l.buffer.data()[s.half + s.size - 1];
+    return std::to_integer<std::uint8_t>(std::atomic_ref<std::byte>(b).load(std::memory_order_acquire));
+}
+
+// The value round trip i (from 1) carries in its last byte; the buffer starts at 0.
+std::uint8_t mark(std::uint64_t i) noexcept { return static_cast<std::uint8_t>(i); }
+
+// One post of kind k of the first-half bytes [0, size) (reads: into them).
+void post(test_kind k, lane& l, const loop_settings& s) {
+    rig::queue_pair& q = *l.qp;
+    const rig::remote target{l.peer.address + s.half, l.peer.key};  // the peer's second half
+    switch (k) {
+    case test_kind::write_bw:
+    case test_kind::write_lat:
+        if (s.use_inline) {
+            q.post_write_inline(std::span<const std::byte>(l.buffer.data(), s.size), target);
+        } else {
+            q.post_write(l.buffer, 0, s.size, target);
+        }
+        break;
+    case test_kind::read_bw:
+    case test_kind::read_lat: q.post_read(target, l.buffer, 0, s.size); break;
+    case test_kind::send_bw:
+    case test_kind::send_lat: q.post_send(l.buffer, 0, s.size); break;
+    }
+}
+
+// The oldest send completion, spinning until it comes: Ok, or why not.
+std::expected<void, std::string> take_send(lane& l, const loop_settings& s) {
+    watchdog w(s.stall);
+    while (true) {
+        if (auto c = l.qp->poll(rig::side::send)) {
+            if (!*c) {
+                return std::unexpected("send completion: " + c->error().message);
+            }
+            return {};
+        }
+        if (w.stalled()) {
+            return std::unexpected(stall_message("send completion", s.stall));
+        }
+    }
+}
+
+}  // namespace
+
+std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>& lanes, const loop_settings& s) {
+    const std::uint64_t per_qp = s.duration ? 0 : s.iterations;
+    const std::uint64_t total = per_qp * lanes.size();
+    std::vector<std::int64_t> posted(total), completed(total);
+    std::vector<std::uint64_t> sent(lanes.size(), 0), done(lanes.size(), 0);
+    std::uint64_t np = 0, nc = 0;
+    watchdog w(s.stall);
+    const std::int64_t start = now_ns();
+    const std::int64_t stop = s.duration ? start + s.duration->count() : 0;
+    bool posting = true;
+    while (true) {
+        if (s.duration && posting && now_ns() >= stop) {
+            posting = false;
+        }
+        bool outstanding = false;
+        for (std::size_t i = 0; i < lanes.size(); ++i) {
+            lane& l = lanes[i];
+            const std::uint64_t in_flight = sent[i] - done[i];
+            std::uint64_t batch = posting && in_flight < s.tx_depth ? s.tx_depth - in_flight : 0;
+            if (!s.duration) {
+                batch = std::min(batch, per_qp - sent[i]);
+            }
+            if (batch > 0) {
+                const std::int64_t t = now_ns();
+                for (std::uint64_t b = 0; b < batch; ++b) {
+                    post(k, l, s);
+                    if (!s.duration) {
+                        posted[np++] = t;
+                    }
+                }
+                l.qp->ring(rig::side::send);  // one doorbell for the batch
+                sent[i] += batch;
+            }
+            while (auto c = l.qp->poll(rig::side::send)) {
+                if (!*c) {
+                    return std::unexpected(std::string(k == test_kind::read_bw ? "read" : "send") +
+                                           " completion: " + c->error().message);
+                }
+                if (!s.duration) {
+                    completed[nc] = now_ns();
+                }
+                ++nc;
+                ++done[i];
+                w.progress();
+            }
+            outstanding = outstanding || sent[i] != done[i] || (!s.duration && sent[i] < per_qp);
+        }
+        if (!outstanding && (!s.duration || !posting)) {
+            break;
+        }
+        if (w.stalled()) {
+            return std::unexpected(stall_message("completion", s.stall));
+        }
+    }
+    if (s.duration) {
+        return bandwidth_for(s.size, nc, now_ns() - start);
+    }
+    return bandwidth(s.size, posted, completed, s.tx_depth);
+}
+
+void post_receives(lane& l, const loop_settings& s) {
+    if (l.receives >= s.rx_depth) {
+        return;
+    }
+    while (l.receives < s.rx_depth && l.qp->room(rig::side::receive) > 0) {
+        l.qp->post_receive(l.buffer, s.half, s.half);
+        ++l.receives;
+    }
+    l.qp->ring(rig::side::receive);  // one doorbell for the batch
+}
+
+std::expected<bw_row, std::string> run_bw_receiver(std::vector<lane>& lanes, const loop_settings& s) {
+    const std::uint64_t per_qp = s.duration ? 0 : s.iterations;
+    std::vector<std::uint64_t> got(lanes.size(), 0);
+    std::uint64_t total = 0;
+    watchdog w(s.stall);
+    const std::int64_t start = now_ns();
+    std::int64_t last = start;
+    std::uint32_t polls = 0;
+    while (true) {
+        bool more = false;
+        for (std::size_t i = 0; i < lanes.size(); ++i) {
+            lane& l = lanes[i];
+            bool taken = false;
+            while (auto c = l.qp->poll(rig::side::receive)) {
+                if (!*c) {
+                    return std::unexpected("receive completion: " + c->error().message);
+                }
+                if (**c != s.size) {
+                    return std::unexpected("received a " + std::to_string(**c) + "-byte message, expected " +
+                                           std::to_string(s.size) + " (the peer runs another size: same options on both sides)");
+                }
+                --l.receives;
+                ++got[i];
+                ++total;
+                taken = true;
+                last = now_ns();
+                w.progress();
+            }
+            if (taken) {
+                post_receives(l, s);  // keep rx_depth posted
+            }
+            more = more || (!s.duration && got[i] < per_qp);
+        }
+        if (!s.duration && !more) {
+            break;
+        }
+        if (s.duration && ++polls % 1024 == 0 && s.peer_stopped && s.peer_stopped()) {
+            break;
+        }
+        if (w.stalled()) {
+            return std::unexpected(stall_message("message received", s.stall));
+        }
+    }
+    // The receive side times from the barrier to the last message (it cannot see the posts).
+    return bandwidth_for(s.size, total, last - start);
+}
+
+std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, const loop_settings& s) {
+    const int rtt_factor = k == test_kind::read_lat ? 1 : 2;
+    if (k == test_kind::read_lat && !client) {
+        return lat_row{};  // the passive side: it only answers at the barriers
+    }
+    std::vector<std::int64_t> posted(s.duration ? 0 : s.iterations);
+    const std::int64_t start = now_ns();
+    const std::int64_t stop = s.duration ? start + s.duration->count() : 0;
+    std::uint64_t trips = 0;
+    std::uint32_t polls = 0;
+
+    // Waits for round trip i's incoming message: the last byte of a WRITE, or a receive.
+    auto await = [&](std::uint64_t i) -> std::expected<bool, std::string> {
+        watchdog w(s.stall);
+        while (true) {
+            if (k == test_kind::write_lat) {
+                if (last_byte(l, s) == mark(i)) {
+                    return true;
+                }
+            } else if (auto c = l.qp->poll(rig::side::receive)) {
+                if (!*c) {
+                    return std::unexpected("receive completion: " + c->error().message);
+                }
+                --l.receives;
+                post_receives(l, s);
+                return true;
+            }
+            // -D, passive side: the client stops after a whole round trip and says so.
+            if (!client && s.duration && ++polls % 1024 == 0 && s.peer_stopped && s.peer_stopped()) {
+                return false;
+            }
+            if (w.stalled()) {
+                return std::unexpected(stall_message("reply", s.stall));
+            }
+        }
+    };
+    auto send_one = [&](std::uint64_t i) {
+        if (k == test_kind::write_lat) {
+            l.buffer.data()[s.size - 1] = std::byte{mark(i)};  // before the post: the NIC reads it
+        }
+        post(k, l, s);
+        l.qp->ring(rig::side::send);
+    };
+
+    for (std::uint64_t i = 1;; ++i) {
+        if (s.duration ? (client && now_ns() >= stop) : i > s.iterations) {
+            break;
+        }
+        if (client) {
+            const std::int64_t t = now_ns();
+            if (!s.duration) {
+                posted[i - 1] = t;
+            }
+            send_one(i);
+            if (k == test_kind::read_lat) {
+                if (auto c = take_send(l, s); !c) {
+                    return std::unexpected(c.error());
+                }
+            } else {
+                auto r = await(i);
+                if (!r) {
+                    return std::unexpected(r.error());
+                }
+                if (auto c = take_send(l, s); !c) {
+                    return std::unexpected(c.error());
+                }
+            }
+        } else {
+            auto r = await(i);
+            if (!r) {
+                return std::unexpected(r.error());
+            }
+            if (!*r) {
+                break;
+            }
+            if (!s.duration) {
+                posted[i - 1] = now_ns();
+            }
+            send_one(i);
+            if (auto c = take_send(l, s); !c) {
+                return std::unexpected(c.error());
+            }
+        }
+        ++trips;
+    }
+    if (s.duration) {
+        return latency_for(s.size, trips, now_ns() - start, rtt_factor);
+    }
+    return latency(s.size, posted, rtt_factor);
+}
+
+}  // namespace rig::perf

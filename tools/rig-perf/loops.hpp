@@ -1,0 +1,62 @@
+#pragma once
+// The measured loops of rig-perf's tests, over connected queue pairs (runner.cpp sets them up).
+//
+// Buffers: each queue pair has one region of 2 x `half` bytes: the first half is what it sends
+// (WRITE and SEND source, READ target), the second what its peer's operations land in (WRITE
+// target, receives) or read (READ source). `peer` is the peer's region (its address and key).
+//
+// Bandwidth (perftest run_iter_bw): entries are posted in batches, as many as the ring's send
+// depth (-t) allows in flight, with one doorbell per batch (post_*, then ring). Rig completes
+// every entry (each is signaled; perftest signals one in -Q), so every completion is timed.
+// Latency (run_iter_lat_write / _send / run_iter_lat): one entry in flight; WRITE: each side
+// writes into the peer's second half and spins on the last byte of its own second half; SEND:
+// a send answered by a send; READ: one read at a time, the server passive.
+//
+// Every wait is bounded: a peer or NIC that stops answering is an error, never a hang.
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qp/qp.hpp"
+#include "qp/region.hpp"
+#include "tools/rig-perf/perf_types.hpp"
+
+namespace rig::perf {
+
+struct lane {
+    rig::queue_pair* qp = nullptr;
+    rig::region buffer;   // 2 x half bytes
+    rig::remote peer;     // byte 0 of the peer's region
+    std::uint32_t receives = 0;  // receives posted and not yet completed
+};
+
+struct loop_settings {
+    std::uint64_t size = 0;
+    std::uint64_t half = 0;
+    std::uint64_t iterations = 0;  // per queue pair; ignored with a duration
+    std::optional<std::chrono::nanoseconds> duration;
+    std::uint32_t tx_depth = 1;
+    std::uint32_t rx_depth = 512;
+    bool use_inline = false;
+    std::chrono::milliseconds stall{10000};  // no progress for this long: an error
+    // -D on the passive side of SEND tests / latency: true once the peer says it stopped.
+    std::function<bool()> peer_stopped;
+};
+
+// Client of write_bw / read_bw / send_bw.
+std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>& lanes, const loop_settings& s);
+// Tops each lane up to rx_depth posted receives of `half` bytes (SEND tests: before the
+// barrier that lets the peer send).
+void post_receives(lane& l, const loop_settings& s);
+// Server of send_bw: takes `iterations` messages per queue pair (or, with a duration, until
+// peer_stopped()), reposting receives as they complete.
+std::expected<bw_row, std::string> run_bw_receiver(std::vector<lane>& lanes, const loop_settings& s);
+
+// Latency: `client` starts each round trip.
+std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, const loop_settings& s);
+
+}  // namespace rig::perf

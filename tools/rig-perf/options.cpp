@@ -1,0 +1,409 @@
+// rig-perf's command line (options.hpp). Defaults from perftest's perftest_parameters.h
+// (reference perftest-and-performance.md §1.2): port 18515, size 65536 (BW) / 2 (LAT), iters
+// 5000 (write_bw) / 1000, tx depth 128 (BW) / 1 (LAT), MIN_ITER 5, -a up to 2^23.
+#include "tools/rig-perf/options.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace rig::perf {
+
+namespace {
+
+// The largest message (qp/qp.hpp: n over 2^31 is misuse; mlx5 writes 2^31 as two segments).
+constexpr std::uint64_t max_message = 1ull << 31;
+// A queue pair's ring holds 2^12 entries (nic_options::log_ring_entries).
+constexpr std::uint64_t max_depth = 4096;
+// mlx5 write_inline takes at most 28 bytes today (qp/qp.hpp).
+constexpr std::uint64_t max_inline = 28;
+// Each measured entry keeps two timestamps (16 bytes): bound the arrays to 1.6 GB.
+constexpr std::uint64_t max_iterations = 100'000'000;
+
+struct not_supported_flag {
+    char short_name;        // 0: long form only
+    std::string_view name;  // long form
+    std::string_view what;
+};
+
+// Every perftest flag rig-perf does not implement (perftest_parameters.c long_options and
+// the getopt string "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP").
+constexpr not_supported_flag unsupported[] = {
+    {'i', "ib-port", "device port: a Rig function has one port"},
+    {'m', "mtu", "path MTU: Rig connects with the NIC's 1024-byte path MTU"},
+    {'u', "qp-timeout", "ACK timeout: Rig's connect uses 14 (67 ms)"},
+    {'S', "sl", "service level"},
+    {'x', "gid-index", "GID index: Rig uses GID 0"},
+    {'c', "connection", "transport type: Rig runs RC only"},
+    {'e', "events", "sleep on completion events"},
+    {'X', "vector", "completion vector for events"},
+    {'o', "outs", "outstanding reads"},
+    {'g', "mcg", "multicast"},
+    {'z', "comm_rdma_cm", "rdma_cm for the data exchange"},
+    {'R', "rdma_cm", "connect with rdma_cm"},
+    {'T', "tos", "type of service"},
+    {'L', "hop_limit", "IPv6 hop limit"},
+    {'M', "MGID", "multicast GID"},
+    {'r', "rx-depth", "receive queue depth: rig-perf keeps the receive ring full"},
+    {'b', "bidirectional", "bidirectional bandwidth"},
+    {'Q', "cq-mod", "signal one entry in n: Rig completes every entry"},
+    {'N', "noPeak", "skip the peak bandwidth"},
+    {'V', "version", "print the version"},
+    {'C', "report-cycles", "latency in CPU cycles"},
+    {'H', "report-histogrm", "latency histogram"},
+    {'U', "report-unsorted", "unsorted latency samples"},
+    {'A', "atomic_type", "atomic operation type"},
+    {'O', "dualport", "dual-port mode"},
+    {'l', "post_list", "chain n requests per post"},
+    {'f', "margin", "duration margin"},
+    {'B', "source_mac", "raw Ethernet source MAC"},
+    {'E', "dest_mac", "raw Ethernet destination MAC"},
+    {'J', "dest_ip", "raw Ethernet destination IP"},
+    {'j', "source_ip", "raw Ethernet source IP"},
+    {'K', "dest_port", "raw Ethernet destination port"},
+    {'k', "source_port", "raw Ethernet source port"},
+    {'Y', "ethertype", "raw Ethernet ethertype"},
+    {'w', "limit_bw", "fail below a bandwidth"},
+    {'y', "limit_msgrate", "fail below a message rate"},
+    {'Z', "server", "raw Ethernet server role"},
+    {'P', "client", "raw Ethernet client role"},
+    {'v', "mac_fwd", "MAC forwarding"},
+    {'G', "use_rss", "receive side scaling"},
+    {'W', "report-counters", "report device counters"},
+    {0, "run_infinitely", "run without end, printing every -D seconds"},
+    {0, "use-srq", "shared receive queue"},
+    {0, "no_lock", "lock-free thread domain"},
+    {0, "use-null-mr", "null memory region"},
+    {0, "report-both", "report both sides"},
+    {0, "reversed", "server sends, client receives"},
+    {0, "pkey_index", "partition key index"},
+    {0, "tcp", "raw Ethernet TCP"},
+    {0, "burst_size", "rate-limited bursts"},
+    {0, "typical_pkt_size", "rate limiter packet size"},
+    {0, "rate_limit", "rate limit"},
+    {0, "rate_limit_type", "rate limiter type"},
+    {0, "rate_units", "rate limiter units"},
+    {0, "output", "print one number only"},
+    {0, "cpu_util", "report CPU utilization"},
+    {0, "latency_gap", "gap between latency iterations"},
+    {0, "flow_label", "IPv6 flow label"},
+    {0, "retry_count", "transport retry count: Rig's connect uses 7"},
+    {0, "dont_xchg_versions", "skip the version exchange"},
+    {0, "payload_file_path", "payload from a file"},
+    {0, "use_cuda", "GPU memory"},
+    {0, "use_rocm", "GPU memory"},
+    {0, "use_hl", "accelerator memory"},
+    {0, "mmap", "memory from a file"},
+    {0, "ipv6", "IPv6 raw Ethernet"},
+    {0, "report-per-port", "per-port bandwidth"},
+    {0, "odp", "on-demand paging"},
+    {0, "use_hugepages", "hugepage buffers: Rig takes hugepages when the host has them"},
+    {0, "use_old_post_send", "ibv_post_send instead of ibv_wr_*"},
+    {0, "mr_per_qp", "a memory region per queue pair"},
+    {0, "dlid", "destination LID"},
+    {0, "tclass", "traffic class"},
+    {0, "wait_destroy", "wait before destroying"},
+    {0, "reply_every", "latency reply frequency"},
+    {0, "perform_warm_up", "warm-up before the bandwidth test"},
+    {0, "recv_post_list", "chain n receives per post"},
+    {0, "write_with_imm", "RDMA WRITE with immediate"},
+    {0, "send_with_imm", "SEND with immediate"},
+    {0, "data_validation", "check the data moved"},
+    {0, "disable_pcie_relaxed", "no PCIe relaxed ordering"},
+};
+
+std::string not_supported(const not_supported_flag& f, bool as_short) {
+    const std::string flag = as_short ? std::string("-") + f.short_name : "--" + std::string(f.name);
+    return "not supported: " + flag + " (" + std::string(f.what) + ")";
+}
+
+// An unsigned decimal (or 0x hexadecimal) number in [lo, hi], or why not.
+std::expected<std::uint64_t, std::string> number(const std::string& flag, const std::string& text, std::uint64_t lo,
+                                                 std::uint64_t hi) {
+    std::uint64_t v = 0;
+    const char* b = text.data();
+    const char* e = text.data() + text.size();
+    int base = 10;
+    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        b += 2;
+        base = 16;
+    }
+    auto [p, ec] = std::from_chars(b, e, v, base);
+    if (text.empty() || ec != std::errc{} || p != e) {
+        return std::unexpected(flag + " " + (text.empty() ? "''" : text) + ": not a number");
+    }
+    if (v < lo || v > hi) {
+        return std::unexpected(flag + " " + text + ": out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    }
+    return v;
+}
+
+struct given {
+    bool size = false, iterations = false, tx_depth = false, duration = false, queue_pairs = false,
+         inline_size = false, max_size = false;
+};
+
+}  // namespace
+
+std::expected<test_kind, std::string> parse_test(std::string_view name) {
+    constexpr std::array<test_kind, 6> all{test_kind::write_bw, test_kind::write_lat, test_kind::read_bw,
+                                           test_kind::read_lat, test_kind::send_bw,   test_kind::send_lat};
+    for (test_kind k : all) {
+        if (test_name(k) == name) {
+            return k;
+        }
+    }
+    return std::unexpected("unknown test '" + std::string(name) +
+                           "' (write_bw, write_lat, read_bw, read_lat, send_bw, send_lat)");
+}
+
+std::string_view test_name(test_kind k) noexcept {
+    switch (k) {
+    case test_kind::write_bw: return "write_bw";
+    case test_kind::write_lat: return "write_lat";
+    case test_kind::read_bw: return "read_bw";
+    case test_kind::read_lat: return "read_lat";
+    case test_kind::send_bw: return "send_bw";
+    case test_kind::send_lat: return "send_lat";
+    }
+    return "unknown";
+}
+
+std::expected<options, std::string> parse_options(const std::vector<std::string>& args) {
+    options o;
+    given g;
+    std::vector<std::string> positional;
+
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.size() < 2 || a[0] != '-') {
+            positional.push_back(a);
+            continue;
+        }
+        // The flag's canonical short letter (or 0) and long name, and an attached value.
+        char letter = 0;
+        std::string name;
+        std::optional<std::string> attached;
+        if (a[1] == '-') {
+            name = a.substr(2);
+            if (auto eq = name.find('='); eq != std::string::npos) {
+                attached = name.substr(eq + 1);
+                name.resize(eq);
+            }
+        } else {
+            letter = a[1];
+            if (a.size() > 2) {
+                attached = a.substr(2);
+            }
+        }
+        const bool as_short = letter != 0;
+        for (const auto& f : unsupported) {
+            if ((as_short && f.short_name == letter) || (!as_short && f.name == name)) {
+                return std::unexpected(not_supported(f, as_short));
+            }
+        }
+        const std::string flag = as_short ? std::string("-") + letter : "--" + name;
+        auto is = [&](char s, std::string_view l) { return as_short ? letter == s : name == l; };
+        // A flag without a value must not carry one.
+        auto no_value = [&]() -> std::expected<void, std::string> {
+            if (attached) {
+                return std::unexpected(flag + " takes no value (got '" + *attached + "')");
+            }
+            return {};
+        };
+        auto value = [&]() -> std::expected<std::string, std::string> {
+            if (attached) {
+                return *attached;
+            }
+            if (i + 1 >= args.size()) {
+                return std::unexpected(flag + " needs a value");
+            }
+            return args[++i];
+        };
+        auto numeric = [&](std::uint64_t lo, std::uint64_t hi) -> std::expected<std::uint64_t, std::string> {
+            auto v = value();
+            if (!v) {
+                return std::unexpected(v.error());
+            }
+            return number(flag, *v, lo, hi);
+        };
+
+#define RIG_PERF_TRY(var, expr)                       \
+    auto var = (expr);                                \
+    if (!var) {                                       \
+        return std::unexpected(std::move(var.error())); \
+    }
+
+        if (is('h', "help")) {
+            RIG_PERF_TRY(ok, no_value());
+            o.help = true;
+        } else if (is('d', "ib-dev")) {
+            RIG_PERF_TRY(v, value());
+            if (v->empty()) {
+                return std::unexpected(flag + " '': names no device (a PCI address or vfio-user:PATH)");
+            }
+            o.device = *v;
+        } else if (is('s', "size")) {
+            RIG_PERF_TRY(v, numeric(1, max_message));
+            o.size = *v;
+            g.size = true;
+        } else if (is('a', "all")) {
+            RIG_PERF_TRY(ok, no_value());
+            o.all_sizes = true;
+        } else if (is('n', "iters")) {
+            RIG_PERF_TRY(v, numeric(5, max_iterations));
+            o.iterations = *v;
+            g.iterations = true;
+        } else if (is('D', "duration")) {
+            RIG_PERF_TRY(v, numeric(1, 3600));
+            o.duration = std::chrono::seconds(*v);
+            g.duration = true;
+        } else if (is('q', "qp")) {
+            RIG_PERF_TRY(v, numeric(1, 64));
+            o.queue_pairs = static_cast<std::uint32_t>(*v);
+            g.queue_pairs = true;
+        } else if (is('t', "tx-depth")) {
+            RIG_PERF_TRY(v, numeric(1, max_depth));
+            o.tx_depth = static_cast<std::uint32_t>(*v);
+            g.tx_depth = true;
+        } else if (is('p', "port")) {
+            RIG_PERF_TRY(v, numeric(1, 65535));
+            o.port = static_cast<std::uint16_t>(*v);
+        } else if (is('I', "inline_size")) {
+            RIG_PERF_TRY(v, numeric(0, std::numeric_limits<std::uint32_t>::max()));
+            if (*v > max_inline) {
+                return std::unexpected(flag + " " + std::to_string(*v) + ": at most " + std::to_string(max_inline) +
+                                       " (mlx5 inline RDMA WRITE carries 28 bytes in rig today)");
+            }
+            o.inline_size = static_cast<std::uint32_t>(*v);
+            g.inline_size = true;
+        } else if (is('F', "CPU-freq")) {
+            RIG_PERF_TRY(ok, no_value());
+            o.ignore_cpu_freq = true;
+        } else if (!as_short && name == "report_gbits") {
+            RIG_PERF_TRY(ok, no_value());
+            o.report_gbits = true;
+        } else if (!as_short && name == "out_json") {
+            RIG_PERF_TRY(ok, no_value());
+            if (!o.json_path) {
+                o.json_path = "perftest_out.json";
+            }
+        } else if (!as_short && name == "out_json_file") {
+            RIG_PERF_TRY(v, value());
+            if (v->empty()) {
+                return std::unexpected(flag + " '': names no file");
+            }
+            o.json_path = *v;
+        } else if (!as_short && name == "sim") {
+            RIG_PERF_TRY(ok, no_value());
+            o.sim = true;
+        } else if (!as_short && name == "plot") {
+            RIG_PERF_TRY(v, value());
+            if (v->empty()) {
+                return std::unexpected(flag + " '': names no file");
+            }
+            if (!v->ends_with(".svg")) {  // refused before the run, not after it
+                return std::unexpected(flag + " " + *v + ": only SVG is written (a name ending in .svg)");
+            }
+            o.plot_path = *v;
+        } else if (!as_short && name == "max-size") {
+            RIG_PERF_TRY(v, numeric(2, 1ull << 23));
+            o.max_size = *v;
+            g.max_size = true;
+        } else {
+            return std::unexpected("unknown option: " + flag + " (see --help)");
+        }
+#undef RIG_PERF_TRY
+    }
+
+    if (o.help) {
+        return o;
+    }
+    if (positional.empty()) {
+        return std::unexpected("no test named (write_bw, write_lat, read_bw, read_lat, send_bw, send_lat)");
+    }
+    auto kind = parse_test(positional[0]);
+    if (!kind) {
+        return std::unexpected(kind.error());
+    }
+    o.kind = *kind;
+    if (positional.size() > 2) {
+        return std::unexpected("unexpected argument '" + positional[2] + "' (one server at most)");
+    }
+    if (positional.size() == 2) {
+        o.server = positional[1];
+    }
+
+    const bool lat = is_latency(o.kind);
+    if (!g.size) {
+        o.size = lat ? 2 : 65536;
+    }
+    if (!g.iterations) {
+        o.iterations = o.kind == test_kind::write_bw ? 5000 : 1000;
+    }
+    if (!g.tx_depth) {
+        o.tx_depth = lat ? 1 : 128;
+    }
+    if (lat && g.tx_depth && o.tx_depth != 1) {
+        return std::unexpected("-t " + std::to_string(o.tx_depth) +
+                               ": latency tests keep one entry in flight (-t applies to bandwidth tests)");
+    }
+    if (lat && g.queue_pairs && o.queue_pairs != 1) {
+        return std::unexpected("-q " + std::to_string(o.queue_pairs) + ": latency tests use one queue pair");
+    }
+    if (g.duration && g.iterations) {
+        return std::unexpected("-D and -n together: a run is timed or counted, not both");
+    }
+    if (g.duration && o.all_sizes) {
+        return std::unexpected("-D and -a together: -a runs every size for -n iterations");
+    }
+    if (g.max_size && !o.all_sizes) {
+        return std::unexpected("--max-size " + std::to_string(o.max_size) + ": applies to -a only");
+    }
+    if (g.inline_size && o.inline_size > 0 && o.kind != test_kind::write_bw && o.kind != test_kind::write_lat) {
+        return std::unexpected("-I " + std::to_string(o.inline_size) + ": " + std::string(test_name(o.kind)) +
+                               " has no inline form (rig inlines RDMA WRITE only)");
+    }
+    if (o.device.empty() && !o.sim) {
+        return std::unexpected("no device: -d PCI address or vfio-user:PATH (or --sim)");
+    }
+    if (o.sim && !o.device.empty()) {
+        return std::unexpected("--sim and -d " + o.device + " together: --sim serves its own devices");
+    }
+    if (o.sim && o.server) {
+        return std::unexpected("--sim and server " + *o.server + " together: --sim runs both sides here");
+    }
+    return o;
+}
+
+std::string usage() {
+    return "usage: rig-perf <test> [options] [server]\n"
+           "  tests: write_bw write_lat read_bw read_lat send_bw send_lat (perftest's ib_<test>)\n"
+           "  Without a server it waits for a client, as perftest does; give both sides the same options.\n"
+           "options (perftest's, with its defaults):\n"
+           "  -d, --ib-dev=<dev>        device: a PCI address (0000:3b:00.0) or vfio-user:PATH\n"
+           "  -s, --size=<size>         message size (65536 for BW tests, 2 for LAT tests)\n"
+           "  -a, --all                 every size 2 .. 2^23 (with a barrier between sizes)\n"
+           "  -n, --iters=<n>           iterations, at least 5 (write_bw 5000, others 1000)\n"
+           "  -D, --duration=<s>        run for s seconds instead of -n iterations (no peak BW)\n"
+           "  -q, --qp=<n>              queue pairs (BW tests; 1)\n"
+           "  -t, --tx-depth=<n>        entries per doorbell batch and in flight (BW 128, LAT 1)\n"
+           "  -p, --port=<port>         out-of-band TCP port (18515)\n"
+           "  -I, --inline_size=<n>     inline RDMA WRITE up to n bytes (at most 28; 0)\n"
+           "  -F, --CPU-freq            accepted: rig-perf times with the monotonic clock, not cycles\n"
+           "      --report_gbits        BW in Gb/s (10^9 bit) instead of MiB/s\n"
+           "      --out_json            write perftest's JSON report to perftest_out.json\n"
+           "      --out_json_file=<f>   ...to f\n"
+           "  -h, --help                this text\n"
+           "rig-perf's own:\n"
+           "      --max-size=<n>        -a stops at n bytes\n"
+           "      --sim                 start a device model with two functions, the server in a\n"
+           "                            child process, run the client here, stop everything\n"
+           "      --plot=<file>         draw the results against message size (SVG)\n"
+           "Other perftest flags are refused with 'not supported'.\n";
+}
+
+}  // namespace rig::perf

@@ -1,0 +1,332 @@
+// One side of a rig-perf test (runner.hpp).
+#include "tools/rig-perf/runner.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <sys/socket.h>
+
+#include "qp/nic.hpp"
+#include "tools/rig-perf/exchange.hpp"
+#include "tools/rig-perf/log.hpp"
+#include "tools/rig-perf/loops.hpp"
+#include "tools/rig-perf/report.hpp"
+
+namespace rig::perf {
+
+namespace {
+
+// Rig's connect uses the mlx5 QP context's default path MTU, 1024 bytes
+// (firmware/mlx5/objects.hpp connect_params::mtu): ibv_mtu 3.
+constexpr int rig_mtu = 3;
+// What a READ queue pair advertises as out_reads (its responder resources, log 4).
+constexpr std::uint32_t rig_out_reads = 16;
+// Receives each SEND-test queue pair keeps posted (perftest's DEF_RX_SEND).
+constexpr std::uint32_t rx_depth = 512;
+
+bool is_send(test_kind k) { return k == test_kind::send_bw || k == test_kind::send_lat; }
+
+std::uint64_t page_round(std::uint64_t n) { return (n + page_size - 1) / page_size * page_size; }
+
+template <class T>
+std::expected<T, std::string> api(rig::result<T> r, const std::string& what) {
+    if (!r) {
+        return std::unexpected(what + ": " + r.error().message);
+    }
+    return std::move(*r);
+}
+
+void print(std::FILE* out, const std::string& s) {
+    std::fputs(s.c_str(), out);
+    std::fflush(out);
+}
+
+// Is there something from the peer to read (a -D client's closing barrier)?
+bool peer_has_spoken(int fd) {
+    char c = 0;
+    return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+// Why the NIC failed, as the firmware layer reported it (from its event thread): the data
+// path only sees "the NIC failed", so a run that fails names this too.
+struct nic_failure {
+    std::mutex lock;
+    std::string why;
+    void set(const std::string& w) {
+        std::lock_guard g(lock);
+        why = w;
+    }
+    std::string get() {
+        std::lock_guard g(lock);
+        return why;
+    }
+};
+
+struct session {
+    const options& o;
+    std::FILE* out;
+    bool client;
+    std::unique_ptr<rig::nic> nic;
+    std::vector<rig::queue_pair> qps;
+    std::vector<rig::region> regions;
+    std::vector<qp_info> mine, theirs;
+    std::vector<lane> lanes;
+    std::optional<channel> ch;
+    test_info info;
+    std::uint64_t half = 0;
+    std::shared_ptr<nic_failure> failure = std::make_shared<nic_failure>();
+
+    std::expected<void, std::string> barrier(std::chrono::milliseconds wait) {
+        auto r = exchange_qp(*ch, mine[0], wait);
+        if (!r) {
+            return std::unexpected(r.error());
+        }
+        return {};
+    }
+
+    std::expected<void, std::string> set_up() {
+        rig::nic_options no;
+        no.hca.fatal = [f = failure](const firmware::mlx5::error& e) { f->set(e.message); };
+        auto n = rig::nic::open(o.device, no);
+        if (!n) {
+            return std::unexpected("open " + o.device + ": " + n.error().message);
+        }
+        nic = std::move(*n);
+        if (client) {
+            auto c = channel::connect(*o.server, o.port, o.exchange_timeout);
+            if (!c) {
+                return std::unexpected(c.error());
+            }
+            ch.emplace(std::move(*c));
+        } else {
+            print(out, "\n************************************\n* Waiting for client to connect... *\n"
+                       "************************************\n");
+            auto c = channel::accept(o.port, o.run_timeout);
+            if (!c) {
+                return std::unexpected(c.error());
+            }
+            ch.emplace(std::move(*c));
+        }
+        auto setup = exchange_setup(*ch, rig_mtu, o.exchange_timeout);
+        if (!setup) {
+            return std::unexpected(setup.error());
+        }
+        log().debug("peer perftest version {}, page {}, cache line {}, MTU {}", setup->peer_version,
+                    setup->page_size, setup->cache_line, mtu_bytes_of(setup->mtu));
+        info.kind = o.kind;
+        info.client = client;
+        info.device = o.device;
+        info.queue_pairs = o.queue_pairs;
+        info.tx_depth = o.tx_depth;
+        info.rx_depth = rx_depth;
+        info.mtu_bytes = mtu_bytes_of(setup->mtu);
+        info.inline_size = o.inline_size;
+        info.out_reads = rig_out_reads;
+        info.duration = o.duration.has_value();
+
+        const auto sizes = sizes_of(o);
+        half = page_round(std::max<std::uint64_t>(*std::max_element(sizes.begin(), sizes.end()), 64));
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            auto r = api(nic->allocate(2 * half, rig::access::remote), "allocate " + std::to_string(2 * half) + " bytes");
+            if (!r) {
+                return std::unexpected(r.error());
+            }
+            regions.push_back(*r);
+            auto q = api(nic->make_qp(), "make_qp");
+            if (!q) {
+                return std::unexpected(q.error());
+            }
+            qps.push_back(std::move(*q));
+            const rig::endpoint e = qps.back().local();
+            qp_info m;
+            m.out_reads = o.kind == test_kind::read_bw || o.kind == test_kind::read_lat ? rig_out_reads : 0;
+            m.qpn = e.qp;
+            m.psn = e.psn;
+            m.rkey = regions.back().key();
+            m.vaddr = regions.back().address();
+            m.gid = e.gid;
+            mine.push_back(m);
+        }
+        print(out, header_block(info));
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            auto peer = exchange_qp(*ch, mine[i], o.exchange_timeout);
+            if (!peer) {
+                return std::unexpected(peer.error());
+            }
+            auto mac = mac_from_gid(peer->gid);
+            if (!mac) {
+                return std::unexpected(mac.error());
+            }
+            theirs.push_back(*peer);
+            const rig::endpoint e{peer->qpn, peer->psn, peer->gid, *mac};
+            log().debug("QP {:#x} connects to {}", mine[i].qpn, e.to_string());
+            if (auto c = qps[i].connect(e); !c) {
+                return std::unexpected("connect to the peer's QP " + std::to_string(peer->qpn) + ": " +
+                                       c.error().message);
+            }
+        }
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            print(out, address_lines(info, true, mine[i]));
+        }
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            auto peer = exchange_qp(*ch, mine[i], o.exchange_timeout);
+            if (!peer) {
+                return std::unexpected(peer.error());
+            }
+            print(out, address_lines(info, false, *peer));
+        }
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            lanes.push_back(lane{&qps[i], regions[i], rig::remote{theirs[i].vaddr, theirs[i].rkey}, 0});
+        }
+        if (auto b = barrier(o.exchange_timeout); !b) {  // after RTR
+            return b;
+        }
+        print(out, result_line);
+        print(out, is_latency(o.kind) ? lat_table_header(o.duration.has_value()) : bw_table_header(o.report_gbits));
+        return {};
+    }
+
+    std::expected<void, std::string> one_size(std::uint64_t size, run_report& report) {
+        loop_settings s;
+        s.size = size;
+        s.half = half;
+        s.iterations = o.iterations;
+        if (o.duration) {
+            s.duration = std::chrono::nanoseconds(*o.duration);
+        }
+        s.tx_depth = o.tx_depth;
+        s.rx_depth = rx_depth;
+        s.use_inline = o.inline_size > 0 && size <= o.inline_size;
+        s.stall = o.exchange_timeout;
+        const int fd = ch->native_handle();
+        s.peer_stopped = [fd] { return peer_has_spoken(fd); };
+
+        if (is_send(o.kind)) {
+            for (lane& l : lanes) {
+                post_receives(l, s);
+            }
+        }
+        if (auto b = barrier(o.exchange_timeout); !b) {
+            return b;
+        }
+        if (is_latency(o.kind)) {
+            auto row = run_lat(o.kind, client, lanes[0], s);
+            if (!row) {
+                return std::unexpected(row.error());
+            }
+            if (auto b = barrier(o.run_timeout); !b) {
+                return b;
+            }
+            if (client || o.kind != test_kind::read_lat) {
+                report.lat.push_back(*row);
+                print(out, lat_row_line(*row, o.duration.has_value()));
+            }
+            return {};
+        }
+        if (o.kind == test_kind::send_bw) {
+            auto row = client ? run_bw_client(o.kind, lanes, s) : run_bw_receiver(lanes, s);
+            if (!row) {
+                return std::unexpected(row.error());
+            }
+            if (auto b = barrier(o.run_timeout); !b) {
+                return b;
+            }
+            report.bw.push_back(*row);
+            print(out, bw_row_line(*row, o.report_gbits));
+            return {};
+        }
+        // write_bw, read_bw: the server is passive; the client's row is exchanged.
+        bw_row row;
+        if (client) {
+            auto r = run_bw_client(o.kind, lanes, s);
+            if (!r) {
+                return std::unexpected(r.error());
+            }
+            row = *r;
+        }
+        const bw_report_wire mine_w{row.bytes, row.iterations, row.bw_peak_mib, row.bw_average_mib, row.msg_rate_mpps};
+        auto peer = exchange_bw_report(*ch, mine_w, client ? o.exchange_timeout : o.run_timeout);
+        if (!peer) {
+            return std::unexpected(peer.error());
+        }
+        if (!client) {
+            if (peer->size != size) {
+                return std::unexpected("peer reported size " + std::to_string(peer->size) + ", expected " +
+                                       std::to_string(size) + " (same options on both sides)");
+            }
+            row = bw_row{peer->size, peer->iters, peer->bw_peak, peer->bw_avg, peer->msg_rate};
+        }
+        report.bw.push_back(row);
+        print(out, bw_row_line(row, o.report_gbits));
+        return {};
+    }
+
+    std::expected<void, std::string> tear_down() {
+        for (auto& q : qps) {
+            if (!q.destroyed()) {
+                if (auto d = q.destroy(); !d) {
+                    return std::unexpected("destroy: " + d.error().message);
+                }
+            }
+        }
+        if (nic) {
+            if (auto c = nic->close(); !c) {
+                return std::unexpected("close: " + c.error().message);
+            }
+        }
+        return {};
+    }
+};
+
+}  // namespace
+
+std::vector<std::uint64_t> sizes_of(const options& o) {
+    if (!o.all_sizes) {
+        return {o.size};
+    }
+    std::vector<std::uint64_t> v;
+    for (std::uint64_t s = 2; s <= o.max_size && s <= (1ull << 23); s *= 2) {
+        v.push_back(s);
+    }
+    return v;
+}
+
+std::expected<run_report, std::string> run(const options& o, std::FILE* out) {
+    session s{o, out, o.server.has_value(), {}, {}, {}, {}, {}, {}, {}, {}, 0};
+    run_report report;
+    report.kind = o.kind;
+    auto fail = [&](const std::string& why) -> std::expected<run_report, std::string> {
+        const std::string nic = s.failure->get();
+        (void)s.tear_down();  // the failure is the reason given; what is left goes with the NIC
+        return std::unexpected(why + (nic.empty() ? "" : " [NIC: " + nic + "]"));
+    };
+    if (auto u = s.set_up(); !u) {
+        return fail(u.error());
+    }
+    for (std::uint64_t size : sizes_of(o)) {
+        if (auto r = s.one_size(size, report); !r) {
+            return fail(r.error());
+        }
+    }
+    if (auto b = s.barrier(o.exchange_timeout); !b) {  // ctx_close_connection
+        return fail(b.error());
+    }
+    s.ch->close();
+    print(out, result_line);
+    if (auto t = s.tear_down(); !t) {
+        return std::unexpected(t.error());
+    }
+    if (o.json_path) {
+        std::ofstream f(*o.json_path, std::ios::trunc);
+        f << json_report(s.info, report, o.report_gbits);
+        if (!f.flush()) {
+            return std::unexpected("cannot write " + *o.json_path);
+        }
+    }
+    return report;
+}
+
+}  // namespace rig::perf

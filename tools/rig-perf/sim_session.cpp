@@ -1,0 +1,588 @@
+// rig-perf --sim: the model and the server as child processes, and their teardown (see
+// sim_session.hpp for the contract).
+#include "sim_session.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <expected>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace rig::perf {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr std::uint16_t perftest_default_port = 18515;
+
+void say(const std::string& line) {
+    std::fprintf(stderr, "rig-perf: --sim: %s\n", line.c_str());
+    std::fflush(stderr);
+}
+
+std::string describe_status(int status) {
+    if (WIFEXITED(status)) {
+        return "exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+    if (WIFSIGNALED(status)) {
+        const char* name = sigabbrev_np(WTERMSIG(status));
+        return name != nullptr ? std::string("was killed by SIG") + name
+                               : "was killed by signal " + std::to_string(WTERMSIG(status));
+    }
+    return "ended with wait status " + std::to_string(status);
+}
+
+// A child process we started: in a process group of its own (pgid = pid), watched through a
+// pidfd (readable once it exits) and reaped exactly once, under the session's lock.
+struct child {
+    explicit child(std::string n) : name(std::move(n)) {}
+    std::string name;  // "the device model", "the server"
+    pid_t pid = -1;
+    int pidfd = -1;
+    std::optional<int> status;  // set once reaped
+
+    bool running() const { return pid > 0 && !status; }
+};
+
+// ": <the file's last line>" (a failed model's reason), or "" if it has none.
+std::string last_line(const std::string& path) {
+    std::FILE* f = path.empty() ? nullptr : std::fopen(path.c_str(), "r");
+    if (f == nullptr) {
+        return {};
+    }
+    std::string last;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f) != nullptr) {
+        std::string l(buf);
+        while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) {
+            l.pop_back();
+        }
+        if (!l.empty()) {
+            last = l;
+        }
+    }
+    std::fclose(f);
+    return last.empty() ? std::string() : ": " + last;
+}
+
+// Reaps the child if it has exited; true once it has.
+bool reap(child& c) {
+    if (c.pid <= 0 || c.status) {
+        return true;
+    }
+    int st = 0;
+    const pid_t r = ::waitpid(c.pid, &st, WNOHANG);
+    if (r == c.pid) {
+        c.status = st;
+        return true;
+    }
+    if (r < 0 && errno == ECHILD) {  // reaped elsewhere: nothing left to wait for
+        c.status = 0;
+        return true;
+    }
+    return false;
+}
+
+// Waits until the child exits or the deadline passes; true if it exited.
+bool wait_exit(child& c, std::chrono::milliseconds deadline) {
+    const auto until = clock::now() + deadline;
+    while (!reap(c)) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock::now());
+        if (left <= 0ms) {
+            return false;
+        }
+        if (c.pidfd >= 0) {
+            pollfd p{c.pidfd, POLLIN, 0};
+            ::poll(&p, 1, static_cast<int>(std::min(left, 1000ms).count()));
+        } else {
+            std::this_thread::sleep_for(std::min(left, 10ms));
+        }
+    }
+    return true;
+}
+
+// SIGTERM to the child's group, SIGKILL after the deadline; afterwards SIGKILL to whatever
+// is left in the group (the group id cannot be reused while a member lives).
+void stop(child& c, std::chrono::milliseconds deadline) {
+    if (c.pid <= 0) {
+        return;
+    }
+    if (c.running()) {
+        ::kill(-c.pid, SIGTERM);
+        ::kill(c.pid, SIGTERM);  // in case it has not reached its setpgid yet
+        if (!wait_exit(c, deadline)) {
+            ::kill(-c.pid, SIGKILL);
+            ::kill(c.pid, SIGKILL);
+            int st = 0;
+            if (::waitpid(c.pid, &st, 0) == c.pid) {
+                c.status = st;
+            }
+        }
+    }
+    ::kill(-c.pid, SIGKILL);
+    if (c.pidfd >= 0) {
+        ::close(c.pidfd);
+        c.pidfd = -1;
+    }
+}
+
+struct session {
+    sim_setup setup;
+    std::mutex lock;  // guards the children: main thread starts them, the watcher may stop them
+    std::string dir;
+    child model{"the device model"};
+    child server{"the server"};
+    bool torn_down = false;
+    const char* phase = "while starting";  // for the watcher's message
+    std::string model_log;
+    int signal_fd = -1;
+    int wake_fd = -1;  // eventfd: the watcher re-reads the children, or ends
+    std::atomic<bool> watching{true};
+
+    // Server first: its queue pairs live on the model; then the model, which removes its
+    // sockets on SIGTERM; then the directory (also if the model could not clean up).
+    void teardown() {
+        const std::lock_guard g(lock);
+        if (torn_down) {
+            return;
+        }
+        torn_down = true;
+        stop(server, setup.stop_deadline);
+        stop(model, setup.stop_deadline);
+        if (!dir.empty()) {
+            std::error_code ec;
+            std::filesystem::remove_all(dir, ec);
+        }
+    }
+
+    void wake() const {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
+    }
+};
+
+// fork + exec of `exe args` in a new process group, stdout to /dev/null, stderr to `log` if
+// one is named (else ours), SIGINT/SIGTERM unblocked and at their default action (the mask
+// and ignored dispositions survive exec). The child dies with us (PR_SET_PDEATHSIG) if this
+// process is killed outright. An exec failure comes back through a close-on-exec pipe.
+std::expected<void, std::string> spawn(session& s, child& c, const std::string& exe,
+                                       const std::vector<std::string>& args, const std::string& log = {}) {
+    std::vector<std::string> all{exe};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : all) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) {
+        return std::unexpected(std::string("pipe: ") + std::strerror(errno));
+    }
+    const pid_t parent = ::getpid();
+    const std::lock_guard g(s.lock);  // the watcher sees the child only once it is recorded
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        const int e = errno;
+        ::close(report[0]);
+        ::close(report[1]);
+        return std::unexpected(std::string("fork: ") + std::strerror(e));
+    }
+    if (pid == 0) {  // async-signal-safe calls only until exec
+        ::setpgid(0, 0);
+        struct sigaction dfl{};
+        dfl.sa_handler = SIG_DFL;
+        ::sigaction(SIGINT, &dfl, nullptr);
+        ::sigaction(SIGTERM, &dfl, nullptr);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) {
+            ::_exit(127);
+        }
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            ::dup2(null, 1);
+        }
+        if (!log.empty()) {
+            const int f = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (f >= 0) {
+                ::dup2(f, 2);
+            }
+        }
+        ::execv(argv[0], argv.data());
+        const int e = errno;
+        [[maybe_unused]] const auto n = ::write(report[1], &e, sizeof e);
+        ::_exit(127);
+    }
+    ::setpgid(pid, pid);  // also here: no window where a group signal would miss it
+    ::close(report[1]);
+    int exec_errno = 0;
+    const ssize_t n = ::read(report[0], &exec_errno, sizeof exec_errno);
+    ::close(report[0]);
+    if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+        return std::unexpected("cannot run " + exe + ": " + std::strerror(exec_errno));
+    }
+    c.pid = pid;
+    c.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    s.wake();
+    return {};
+}
+
+// Ends the process from the watcher while the client may still run in the main thread. The
+// client's own reaction to the model going away (a failed queue pair, a lost connection) is
+// not the reason: stderr goes to /dev/null first, and the one line goes to the real stderr.
+// What the client printed before is flushed; then _exit, as its thread cannot be unwound.
+[[noreturn]] void end_process(session& s, const std::string& line, int status) {
+    std::fflush(stdout);
+    const int real_stderr = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (real_stderr >= 0 && null >= 0) {
+        ::dup2(null, 2);
+    }
+    s.teardown();
+    const std::string text = "rig-perf: --sim: " + line + "\n";
+    [[maybe_unused]] const auto n = ::write(real_stderr >= 0 ? real_stderr : 2, text.data(), text.size());
+    ::_exit(status);
+}
+
+// The watcher thread: SIGINT/SIGTERM, or a child that ends on its own while the session
+// runs, stop everything and end the process; this is the only place that happens.
+void watch(session& s) {
+    while (s.watching.load()) {
+        std::vector<pollfd> fds{{s.signal_fd, POLLIN, 0}, {s.wake_fd, POLLIN, 0}};
+        bool need_timeout = false;
+        {
+            const std::lock_guard g(s.lock);
+            for (const child* c : {&s.model, &s.server}) {
+                if (c->running()) {
+                    if (c->pidfd >= 0) {
+                        fds.push_back({c->pidfd, POLLIN, 0});
+                    } else {
+                        need_timeout = true;
+                    }
+                }
+            }
+        }
+        ::poll(fds.data(), fds.size(), need_timeout ? 100 : -1);
+        if (fds[1].revents & POLLIN) {
+            std::uint64_t v = 0;
+            [[maybe_unused]] const auto n = ::read(s.wake_fd, &v, sizeof v);
+        }
+        if (fds[0].revents & POLLIN) {
+            signalfd_siginfo si{};
+            if (::read(s.signal_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+                const int sig = static_cast<int>(si.ssi_signo);
+                end_process(s, std::string("stopped by SIG") + sigabbrev_np(sig) +
+                                   "; the server and the device model are stopped",
+                            128 + sig);
+            }
+        }
+        if (!s.watching.load()) {
+            break;
+        }
+        std::string died;
+        {
+            const std::lock_guard g(s.lock);
+            for (child* c : {&s.model, &s.server}) {
+                if (c->running() && reap(*c)) {
+                    // a server that finished its part (status 0) is no failure
+                    if (c == &s.server && WIFEXITED(*c->status) && WEXITSTATUS(*c->status) == 0) {
+                        continue;
+                    }
+                    died = c->name + " " + describe_status(*c->status) + " " + s.phase +
+                           (c == &s.model ? last_line(s.model_log) : std::string());
+                }
+            }
+        }
+        if (!died.empty()) {
+            end_process(s, died, 1);
+        }
+    }
+}
+
+std::expected<std::uint16_t, std::string> free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return std::unexpected(std::string("socket: ") + std::strerror(errno));
+    }
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        const int e = errno;
+        ::close(fd);
+        return std::unexpected(std::string("no free TCP port: ") + std::strerror(e));
+    }
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+bool is_socket(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_socket(path, ec);
+}
+
+std::string executable_dir() {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : self.parent_path().string();
+}
+
+}  // namespace
+
+bool names_port(const std::vector<std::string>& args) {
+    for (const std::string& a : args) {
+        if (a == "-p" || a == "--port" || a.starts_with("--port=") || (a.starts_with("-p") && a.size() > 2 && a[1] == 'p' &&
+                                                                         a[2] >= '0' && a[2] <= '9')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::vector<std::string> server_arguments(const std::vector<std::string>& args_for_server, const std::string& device,
+                                          std::uint16_t port) {
+    // options that take a value as the next argument, and their attached forms
+    const auto with_value = [](std::string_view a) {
+        return a == "-d" || a == "--ib-dev" || a == "-p" || a == "--port" || a == "--plot" || a == "--out_json_file";
+    };
+    const auto attached = [](std::string_view a) {
+        return a.starts_with("--ib-dev=") || a.starts_with("--port=") || a.starts_with("--plot=") ||
+               a.starts_with("--out_json_file=") || (a.size() > 2 && (a.starts_with("-d") || a.starts_with("-p")));
+    };
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < args_for_server.size(); ++i) {
+        const std::string& a = args_for_server[i];
+        if (a == "--sim" || a == "--out_json") {
+            continue;
+        }
+        if (with_value(a)) {
+            ++i;  // and its value
+            continue;
+        }
+        if (attached(a)) {
+            continue;
+        }
+        out.push_back(a);
+    }
+    out.insert(out.end(), {"-d", device, "-p", std::to_string(port)});
+    return out;
+}
+
+std::string find_nicsim() {
+    if (const char* env = std::getenv("RIG_NICSIM"); env != nullptr && *env != '\0') {
+        return env;
+    }
+    const std::string here = executable_dir();
+    if (!here.empty()) {
+        for (const std::string& candidate : {here + "/rig-nicsim", here + "/../rig-nicsim"}) {
+            if (::access(candidate.c_str(), X_OK) == 0) {
+                return std::filesystem::path(candidate).lexically_normal().string();
+            }
+        }
+    }
+    const char* path = std::getenv("PATH");
+    std::string_view rest = path != nullptr ? path : "";
+    while (!rest.empty()) {
+        const auto colon = rest.find(':');
+        const std::string d(rest.substr(0, colon));
+        rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+        const std::string candidate = (d.empty() ? std::string(".") : d) + "/rig-nicsim";
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+    }
+    return {};
+}
+
+int run_with_sim(const options& o, const std::vector<std::string>& args_for_server,
+                 const std::function<int(const options&)>& run_client) {
+    sim_setup setup;
+    setup.nicsim = find_nicsim();
+    setup.server = "/proc/self/exe";
+    return run_with_sim(o, args_for_server, run_client, setup);
+}
+
+int run_with_sim(const options& o, const std::vector<std::string>& args_for_server,
+                 const std::function<int(const options&)>& run_client, const sim_setup& setup) {
+    if (!run_client) {
+        throw std::invalid_argument("run_with_sim: run_client is empty");
+    }
+    if (setup.nicsim.empty()) {
+        say("rig-nicsim not found (next to rig-perf, one folder up, or on PATH; or set RIG_NICSIM)");
+        return 1;
+    }
+    // SIGINT/SIGTERM go to the watcher's signalfd: blocked here before any thread of the
+    // session starts (threads inherit the mask), and not ignored (a shell starts background
+    // jobs with SIGINT ignored, and an ignored signal is dropped even while blocked).
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    sigset_t stop_signals;
+    sigset_t old_mask;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+
+    session s;
+    s.setup = setup;
+    s.signal_fd = ::signalfd(-1, &stop_signals, SFD_CLOEXEC);
+    s.wake_fd = ::eventfd(0, EFD_CLOEXEC);
+    const auto close_fds = [&] {
+        ::close(s.signal_fd);
+        ::close(s.wake_fd);
+    };
+    if (s.signal_fd < 0 || s.wake_fd < 0) {
+        say(std::string("signalfd/eventfd: ") + std::strerror(errno));
+        close_fds();
+        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+        return 1;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/rig-perf-sim-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        say("cannot make a directory " + tmpl + ": " + std::strerror(errno));
+        close_fds();
+        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+        return 1;
+    }
+    s.dir = tmpl;
+    std::thread watcher([&s] { watch(s); });
+
+    // Stops the watcher (which ends the process itself if it is already tearing down), then
+    // everything still running; a stop signal that came meanwhile still gives 128 + signal.
+    const auto stop_watcher = [&] {
+        if (watcher.joinable()) {
+            s.watching.store(false);
+            s.wake();
+            watcher.join();
+        }
+    };
+    const auto finish = [&](int rc) {
+        stop_watcher();
+        s.teardown();
+        close_fds();
+        timespec zero{};
+        const int sig = ::sigtimedwait(&stop_signals, nullptr, &zero);
+        if (sig > 0) {
+            say(std::string("stopped by SIG") + sigabbrev_np(sig));
+            std::fflush(stdout);
+            std::_Exit(128 + sig);
+        }
+        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+        return rc;
+    };
+    const auto fail = [&](const std::string& why) {
+        stop_watcher();  // the children's exits are ours now
+        s.teardown();
+        say(why);
+        return finish(1);
+    };
+
+    const std::string sock0 = s.dir + "/mlx5-0.sock";
+    const std::string sock1 = s.dir + "/mlx5-1.sock";
+    if (sock1.size() >= sizeof(sockaddr_un::sun_path)) {
+        return fail("socket path too long for AF_UNIX: " + sock1 + " (set TMPDIR to a shorter folder)");
+    }
+    // The model's stderr goes to a log in the session's directory: its warnings about a client
+    // that vanished mid-traffic (the server stopped on Ctrl-C) are not the user's business; its
+    // last line is quoted when it fails.
+    s.model_log = s.dir + "/rig-nicsim.log";
+    if (auto r = spawn(s, s.model, setup.nicsim, {"--family", "mlx5", "--functions", "2", "--socket-dir", s.dir},
+                       s.model_log);
+        !r) {
+        return fail(r.error());
+    }
+    const auto until = clock::now() + setup.start_deadline;
+    while (!(is_socket(sock0) && is_socket(sock1))) {
+        if (clock::now() >= until) {
+            return fail("the device model (" + setup.nicsim + ") served no sockets in " + s.dir + " within " +
+                        std::to_string(setup.start_deadline.count()) + " ms" + last_line(s.model_log));
+        }
+        std::this_thread::sleep_for(5ms);  // an early exit of the model is the watcher's
+    }
+
+    std::uint16_t port = o.port;
+    if (!names_port(args_for_server) && o.port == perftest_default_port) {
+        auto p = free_port();
+        if (!p) {
+            return fail(p.error());
+        }
+        port = *p;
+    }
+    if (auto r = spawn(s, s.server, setup.server, server_arguments(args_for_server, "vfio-user:" + sock1, port)); !r) {
+        return fail(r.error());
+    }
+
+    {
+        const std::lock_guard g(s.lock);
+        s.phase = "while the test ran";
+    }
+    options client = o;
+    client.device = "vfio-user:" + sock0;
+    client.server = "127.0.0.1";
+    client.port = port;
+    client.sim = false;
+    int rc = 1;
+    try {
+        rc = run_client(client);
+    } catch (...) {
+        finish(1);
+        throw;
+    }
+
+    // The client is done: the watcher stops, and the server's exit is ours to judge. After a
+    // good run the server ends by itself (perftest's closing handshake); else it is stopped.
+    stop_watcher();
+    std::string server_failed;
+    {
+        const std::lock_guard g(s.lock);
+        if (rc == 0 && !wait_exit(s.server, setup.server_exit_deadline)) {
+            server_failed = "the server did not end within " + std::to_string(setup.server_exit_deadline.count()) +
+                            " ms after the client";
+        } else if (rc == 0 && s.server.status &&
+                   !(WIFEXITED(*s.server.status) && WEXITSTATUS(*s.server.status) == 0)) {
+            server_failed = "the server " + describe_status(*s.server.status);
+        }
+    }
+    s.teardown();
+    if (!server_failed.empty()) {
+        say(server_failed);
+        rc = 1;
+    }
+    return finish(rc);
+}
+
+}  // namespace rig::perf

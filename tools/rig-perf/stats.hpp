@@ -1,0 +1,32 @@
+#pragma once
+// The figures of a run, computed from its timestamps as perftest computes them (reference
+// perftest-and-performance.md §1.5; perftest_parameters.c print_report_bw/print_report_lat).
+// Timestamps are nanoseconds of the monotonic clock (perftest counts TSC cycles; -F is moot).
+#include <cstdint>
+#include <span>
+
+#include "tools/rig-perf/perf_types.hpp"
+
+namespace rig::perf {
+
+// perftest's completion group for the peak (DEF_CQ_MOD: it signals one entry in 100).
+constexpr std::uint64_t peak_group = 100;
+
+// A bandwidth row: `posted[i]` when entry i was posted, `completed[i]` when the i-th
+// completion was taken (both in order, same length n > 0). The average runs from the first
+// post to the last completion; the peak is the best per-entry time over runs that start at a
+// batch start (every `batch` entries) and end at a completion-group boundary.
+bw_row bandwidth(std::uint64_t bytes, std::span<const std::int64_t> posted, std::span<const std::int64_t> completed,
+                 std::uint64_t batch);
+// -D: `entries` completed in `elapsed_ns`; no peak (perftest measures none with -D).
+bw_row bandwidth_for(std::uint64_t bytes, std::uint64_t entries, std::int64_t elapsed_ns);
+
+// A latency row from the post times of N >= 5 round trips: N - 1 consecutive deltas, divided
+// by `rtt_factor` (2 for WRITE and SEND: RTT/2; 1 for READ), sorted; the two largest are left
+// out (LAT_MEASURE_TAIL) of n = N - 3: t_typical the median, t_avg/t_stdev over those n,
+// t_max = delta[n], percentiles delta[ceil(n * p)], max the largest delta of all.
+lat_row latency(std::uint64_t bytes, std::span<const std::int64_t> posted, int rtt_factor);
+// -D: `round_trips` in `elapsed_ns`: t_avg = elapsed / round_trips / rtt_factor, tps.
+lat_row latency_for(std::uint64_t bytes, std::uint64_t round_trips, std::int64_t elapsed_ns, int rtt_factor);
+
+}  // namespace rig::perf
