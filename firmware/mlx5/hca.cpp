@@ -226,6 +226,13 @@ result<void> hca::wait_initializing(clock::time_point by) {
     if (!rev || !sub) {
         return std::unexpected(std::move(!rev ? rev.error() : sub.error()));
     }
+    // A function that no longer answers PCIe reads (removed, in reset, or dead) reads all ones;
+    // the kernel's mlx5 health check treats fw_ver 0xffffffff so (health.c sensor_pci_not_working).
+    // Say so now rather than wait out the whole initializing limit.
+    if (*rev == 0xffffffffu && *sub == 0xffffffffu) {
+        return std::unexpected(plain_error(error_kind::fatal, "the function reads all ones (firmware version "
+                                                              "0xffffffff): not responding on PCIe"));
+    }
     _version.major = static_cast<std::uint16_t>(*rev & 0xffff);
     _version.minor = static_cast<std::uint16_t>(*rev >> 16);
     _version.subminor = static_cast<std::uint16_t>(*sub & 0xffff);
