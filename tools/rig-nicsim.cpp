@@ -420,8 +420,14 @@ int main(int argc, char** argv) {
             break;
         }  // else EINTR: look again
     }
-    // servers first (each ends its client, which resets its function), then the functions
-    servers.clear();
+    // Each server's thread stops first (ending its client's session, which resets the function),
+    // then the functions (their firmware and data-path threads use the server's DMA space and
+    // interrupts: function_model::attach), then the servers (removing the sockets). Destroying a
+    // server first let a function thread lock a destroyed mutex (EINVAL, std::terminate).
+    for (auto& srv : servers) {
+        srv->stop();
+    }
     functions.clear();
+    servers.clear();
     return 0;
 }

@@ -30,10 +30,12 @@ inline sim::mlx5::function_options quick_model(std::uint16_t index = 0) {
     return o;
 }
 
+// Teardown: the server's thread stops first (ending a client's session), then the function
+// model, whose threads use the server's DMA space, then the server (served_model's order).
 struct served_function {
     temp_socket sock;
-    sim::mlx5::function_model fn;
     std::unique_ptr<sim::vfio_user::server> srv;
+    sim::mlx5::function_model fn;
 
     // On `w` (which must outlive it), the model runs the entries the API posts (its data path);
     // without one, entries are written and rung but never run.
@@ -48,6 +50,13 @@ struct served_function {
             fn.attach_wire(*w);
         }
     }
+    ~served_function() {
+        if (srv) {
+            srv->stop();
+        }
+    }
+    served_function(const served_function&) = delete;
+    served_function& operator=(const served_function&) = delete;
     std::string where() const { return "vfio-user:" + sock.path(); }
 
     std::unique_ptr<rig::nic> open(const nic_options& o = {}) {
