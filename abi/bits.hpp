@@ -124,9 +124,11 @@ namespace detail {
 }
 }  // namespace detail
 
+// The accessors are always inlined: with a constant field, the checks and shifts fold away on
+// the model's and the driver's data paths (decode, WQE parsing); the bytes are the same.
 // Writes v into field f of b. Misuse (f outside b, v wider than f, f a byte string) throws
 // std::invalid_argument and leaves b untouched.
-inline void set(std::span<std::byte> b, field f, std::uint64_t v) {
+[[gnu::always_inline]] inline void set(std::span<std::byte> b, field f, std::uint64_t v) {
     if (f.end() > b.size() * 8) {
         detail::field_outside(f, b.size());
     }
@@ -147,7 +149,7 @@ inline void set(std::span<std::byte> b, field f, std::uint64_t v) {
     store_be<std::uint32_t>(dw, (old & ~mask) | (static_cast<std::uint32_t>(v) << shift));
 }
 
-inline std::uint64_t get(std::span<const std::byte> b, field f) {
+[[gnu::always_inline]] inline std::uint64_t get(std::span<const std::byte> b, field f) {
     if (f.end() > b.size() * 8) {
         detail::field_outside(f, b.size());
     }
@@ -163,7 +165,7 @@ inline std::uint64_t get(std::span<const std::byte> b, field f) {
 }
 
 // The bytes of a byte-string field (also accepts a whole nested structure).
-inline std::span<std::byte> bytes_of(std::span<std::byte> b, field f) {
+[[gnu::always_inline]] inline std::span<std::byte> bytes_of(std::span<std::byte> b, field f) {
     if (f.off % 8 != 0 || f.bits % 8 != 0) {
         detail::wrong_shape(f, "whole bytes");
     }
@@ -172,7 +174,7 @@ inline std::span<std::byte> bytes_of(std::span<std::byte> b, field f) {
     }
     return b.subspan(f.off / 8, f.bits / 8);
 }
-inline std::span<const std::byte> bytes_of(std::span<const std::byte> b, field f) {
+[[gnu::always_inline]] inline std::span<const std::byte> bytes_of(std::span<const std::byte> b, field f) {
     if (f.off % 8 != 0 || f.bits % 8 != 0) {
         detail::wrong_shape(f, "whole bytes");
     }
@@ -194,12 +196,12 @@ inline void set_bytes(std::span<std::byte> b, field f, std::span<const std::byte
 
 // Compile-time checked forms: the field is a template argument, so its shape is checked once.
 template <field F>
-inline void set(std::span<std::byte> b, std::uint64_t v) {
+[[gnu::always_inline]] inline void set(std::span<std::byte> b, std::uint64_t v) {
     static_assert(is_word_field(F) || is_qword_field(F), "set<F>: F must be a word or 64-bit field");
     set(b, F, v);
 }
 template <field F>
-inline std::uint64_t get(std::span<const std::byte> b) {
+[[gnu::always_inline]] inline std::uint64_t get(std::span<const std::byte> b) {
     static_assert(is_word_field(F) || is_qword_field(F), "get<F>: F must be a word or 64-bit field");
     return get(b, F);
 }

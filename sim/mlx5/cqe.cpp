@@ -4,10 +4,11 @@
 //
 // CQE n (the CQ's producer count) goes to slot n & (size - 1) with owner bit (n >> log_size) & 1:
 // the buffer starts software-owned with opcode INVALID, the first pass writes owner 0. The CQE is
-// written without its last byte, then op_own alone, so a polling driver never sees a new owner
-// bit over old contents. Before writing, the consumer index in the CQ's doorbell record (DW0) is
-// read: a CQE that would overwrite one the driver has not consumed is an overrun, which a card
-// reports as a CQ_ERROR event (syndrome 1, CQ overrun) and this model then drops the CQE.
+// one DMA write whose last byte, op_own, is stored after the rest (release fence), so a polling
+// driver never sees a new owner bit over old contents. The consumer index in the CQ's doorbell
+// record (DW0) is read when the room known from its last read runs out (the driver only moves
+// it forward): a CQE that would overwrite one the driver has not consumed is an overrun, which a
+// card reports as a CQ_ERROR event (syndrome 1, CQ overrun) and this model then drops the CQE.
 // A CQ the driver armed (UAR + 0x20) gets one COMP EQE at its next CQE and is disarmed.
 #include <array>
 
@@ -76,13 +77,19 @@ bool datapath::write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint
         return false;  // CREATE_QP checked the CQ; one destroyed since takes nothing
     }
     cq_object& cq = it->second;
+    cq_slot& slot = _cqs[cqn];  // there already: follow_objects gives every CQ a slot
     const std::uint32_t size = 1u << cq.log_cq_size;
-    std::array<std::byte, 4> ci_word{};
-    if (!_dma->read(cq.dbr_addr + cqe_abi::cq_dbr::set_ci, ci_word)) {
-        return false;
+    std::uint32_t ci = 0;
+    if (slot.room == 0) {
+        std::array<std::byte, 4> ci_word{};
+        if (!_dma->read(cq.dbr_addr + cqe_abi::cq_dbr::set_ci, ci_word)) {
+            return false;
+        }
+        ci = load_be<std::uint32_t>(ci_word.data()) & index_mask;
+        const std::uint32_t used = (cq.producer_index - ci) & index_mask;
+        slot.room = used < size ? size - used : 0;
     }
-    const std::uint32_t ci = load_be<std::uint32_t>(ci_word.data()) & index_mask;
-    if (((cq.producer_index - ci) & index_mask) >= size) {
+    if (slot.room == 0) {
         log().warn("mlx5 data path: CQ {:#x} overrun (producer {:#x}, consumer {:#x}): CQE of QP {:#x} dropped", cqn,
                    cq.producer_index, ci, qpn);
         std::array<std::byte, ifc::cq_error::size_bytes> data{};
@@ -114,16 +121,16 @@ bool datapath::write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint
         return false;
     }
     const std::uint64_t iova = cq.pas[pi] + off % page;
-    constexpr std::size_t owner_at = cqe_abi::cqe_offset::op_own;
-    if (!_dma->write(iova, std::span(e).first(owner_at)) || !_dma->write(iova + owner_at, std::span(e).subspan(owner_at))) {
+    static_assert(cqe_abi::cqe_offset::op_own == cqe_abi::cqe_size - 1, "the owner byte is the CQE's last");
+    if (!_dma->write_last_byte_last(iova, e)) {
         log().warn("mlx5 data path: CQE {:#x} of CQ {:#x} at IOVA {:#x} is outside the DMA mappings", cq.producer_index,
                    cqn, iova);
         return false;
     }
     cq.producer_index = (cq.producer_index + 1) & index_mask;
+    --slot.room;
     _cqes.fetch_add(1, std::memory_order_relaxed);
-    auto armed = _cqs.find(cqn);
-    if (armed != _cqs.end() && armed->second.armed) {
+    if (slot.armed) {
         signal(cqn, cq);
     }
     return true;

@@ -92,10 +92,13 @@ void datapath::loop() {
     auto backoff = min_backoff;
     auto last_work = roce::clock::now();
     while (!_stopping.load(std::memory_order_relaxed)) {
-        const auto now = roce::clock::now();
         bool worked = false;
+        roce::clock::time_point now;
         {
             std::lock_guard g(_fn._lock);
+            // the time is read once the lock is held: a pass that waited for a command (or the
+            // firmware thread) would otherwise run timers and frame due times on a stale clock
+            now = roce::clock::now();
             worked = pass(now);
         }
         _passes.fetch_add(1, std::memory_order_relaxed);
@@ -200,6 +203,11 @@ void datapath::follow_objects() {
     follow_qps();
     for (auto it = _cqs.begin(); it != _cqs.end();) {
         it = _fn._fw.cq(it->first) == nullptr ? _cqs.erase(it) : std::next(it);
+    }
+    // a slot for every CQ (the data path then adds none), its room read again: a CQ destroyed
+    // and made again under the same number since the last pass starts from its new consumer index
+    for (const auto& [cqn, cq] : _fn._fw.cqs()) {
+        _cqs[cqn].room = 0;
     }
 }
 

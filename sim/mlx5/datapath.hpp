@@ -123,6 +123,10 @@ private:
     };
     struct cq_slot {
         bool armed = false;
+        // CQEs that fit without overrun as of the last read of the consumer index: the driver
+        // only moves it forward, so the doorbell record is read again only when this runs out.
+        // Forgotten when a command runs (the CQ may be another one since).
+        std::uint32_t room = 0;
     };
 
     void loop();

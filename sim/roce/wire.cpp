@@ -37,42 +37,86 @@ std::string mac_text(const mac_address& m) {
 
 port::~port() {
     _wire.detach(*this);
+    give_back_released();
     std::lock_guard g(_queue_lock);
-    while (_head != nullptr) {
-        frame* f = _head;
-        _head = f->next;
-        _wire.give(f);
+    for (frame** list : {&_head, &_ready}) {
+        while (*list != nullptr) {
+            frame* f = *list;
+            *list = f->next;
+            _wire.give(f);
+        }
     }
     _tail = nullptr;
     _queued = 0;
+    _ready_count.store(0, std::memory_order_relaxed);
 }
 
 frame* port::allocate() noexcept { return _wire.take(); }
 
 void port::transmit(frame* f, clock::time_point now) noexcept { _wire.forward(*this, f, now); }
 
-void port::release(frame* f) noexcept { _wire.give(f); }
+void port::release(frame* f) noexcept {
+    f->prev = nullptr;
+    f->next = _released;
+    if (_released == nullptr) {
+        _released_last = f;
+    }
+    _released = f;
+    if (++_released_count >= wire::release_batch) {
+        give_back_released();
+    }
+}
+
+void port::give_back_released() noexcept {
+    if (_released != nullptr) {
+        _wire.give(_released, _released_last, _released_count);
+        _released = _released_last = nullptr;
+        _released_count = 0;
+    }
+}
 
 frame* port::receive(clock::time_point now) noexcept {
-    std::lock_guard g(_queue_lock);
-    frame* f = _head;
-    if (f == nullptr || f->due > now) {
-        return nullptr;
+    if (_ready == nullptr) {
+        // every frame due now leaves the shared queue at once (it is sorted by due time)
+        std::size_t n = 0;
+        {
+            std::lock_guard g(_queue_lock);
+            frame* last = nullptr;
+            for (frame* x = _head; x != nullptr && x->due <= now; x = x->next) {
+                last = x;
+                ++n;
+            }
+            if (last != nullptr) {
+                _ready = _head;
+                _head = last->next;
+                last->next = nullptr;
+                if (_head != nullptr) {
+                    _head->prev = nullptr;
+                } else {
+                    _tail = nullptr;
+                }
+                _queued -= n;
+                _ready_count.store(n, std::memory_order_relaxed);
+            }
+        }
+        if (n == 0) {
+            give_back_released();  // nothing more to receive now: the pool gets its frames back
+            return nullptr;
+        }
     }
-    _head = f->next;
-    if (_head != nullptr) {
-        _head->prev = nullptr;
-    } else {
-        _tail = nullptr;
+    if (_ready->due > now) {
+        return nullptr;  // taken at a later `now` than this one (a caller whose clock is not ours)
     }
-    --_queued;
+    frame* f = _ready;
+    _ready = f->next;
+    _ready_count.store(_ready_count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     f->next = f->prev = nullptr;
     return f;
 }
 
 std::size_t port::queued() const noexcept {
     std::lock_guard g(_queue_lock);
-    return _queued;
+    return _queued + _ready_count.load(std::memory_order_relaxed);
 }
 
 // with _queue_lock held: insert keeping due order; equal due times keep their sending order
@@ -177,6 +221,7 @@ bool wire::capture(const std::string& path) {
     if (_capture != nullptr) {
         std::fclose(_capture);
         _capture = nullptr;
+        _capturing.store(false, std::memory_order_release);
     }
     if (path.empty()) {
         return true;
@@ -186,6 +231,7 @@ bool wire::capture(const std::string& path) {
         log().warn("wire: cannot create capture file {}", path);
         return false;
     }
+    _capturing.store(true, std::memory_order_release);
     // pcap global header, host byte order as libpcap writes it: v2.4, snaplen 65535, Ethernet
     const std::uint32_t header[6] = {0xa1b2c3d4u, 2u | 4u << 16, 0, 0, 65535, 1};
     std::fwrite(header, sizeof header, 1, _capture);
@@ -193,8 +239,15 @@ bool wire::capture(const std::string& path) {
 }
 
 wire_counters wire::counters() const {
-    std::lock_guard g(_state_lock);
-    return _counters;
+    constexpr auto r = std::memory_order_relaxed;
+    wire_counters c;
+    c.transmitted = _counters.transmitted.load(r);
+    c.delivered = _counters.delivered.load(r);
+    c.dropped = _counters.dropped.load(r);
+    c.duplicated = _counters.duplicated.load(r);
+    c.no_route = _counters.no_route.load(r);
+    c.overflow = _counters.overflow.load(r);
+    return c;
 }
 
 std::size_t wire::free_frames() const {
@@ -239,6 +292,13 @@ void wire::give(frame* f) noexcept {
     ++_free_count;
 }
 
+void wire::give(frame* first, frame* last, std::size_t n) noexcept {
+    std::lock_guard g(_pool_lock);
+    last->next = _free;
+    _free = first;
+    _free_count += n;
+}
+
 // xorshift64*: [0, 1)
 double wire::uniform() noexcept {
     _random ^= _random >> 12;
@@ -263,10 +323,20 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
     bool lost = !from._link_up || (to != nullptr && !to->_link_up);
     bool twice = false;
     std::chrono::nanoseconds delay{0}, delay_twin{0};
+    constexpr auto relaxed = std::memory_order_relaxed;
+    _counters.transmitted.fetch_add(1, relaxed);
     {
-        std::lock_guard g(_state_lock);
-        ++_counters.transmitted;
-        if (_capture != nullptr) {
+        // the random state and the capture file need _state_lock; a wire without random faults
+        // or capture (the fast path) takes no lock here
+        bool draws = false;
+        for (const faults* x : each) {
+            draws = draws || (x != nullptr && (x->drop > 0 || x->duplicate > 0 || x->jitter.count() > 0));
+        }
+        std::unique_lock<std::mutex> state(_state_lock, std::defer_lock);
+        if (draws || _capturing.load(std::memory_order_acquire)) {
+            state.lock();
+        }
+        if (state.owns_lock() && _capture != nullptr) {
             if (!f->sealed) {   // the capture shows the frame as a link carries it, ICRC included
                 rig::roce::seal(f->writable());
                 f->sealed = true;
@@ -279,7 +349,7 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
             std::fwrite(f->bytes.data(), 1, f->size, _capture);
         }
         if (to == nullptr) {
-            ++_counters.no_route;
+            _counters.no_route.fetch_add(1, relaxed);
             lost = true;
         }
         for (const faults* x : each) {
@@ -300,7 +370,7 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
             }
         }
         if (lost && to != nullptr) {
-            ++_counters.dropped;
+            _counters.dropped.fetch_add(1, relaxed);
         }
     }
     if (lost) {
@@ -325,7 +395,7 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
             if (x == nullptr) {
                 continue;
             }
-            if (to->_queued >= _queue_limit) {
+            if (to->_queued + to->_ready_count.load(relaxed) >= _queue_limit) {
                 give(x);
                 ++overflow;
             } else {
@@ -334,10 +404,13 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
             }
         }
     }
-    std::lock_guard g(_state_lock);
-    _counters.delivered += delivered;
-    _counters.overflow += overflow;
-    _counters.duplicated += twin != nullptr ? 1 : 0;
+    _counters.delivered.fetch_add(delivered, relaxed);
+    if (overflow != 0) {
+        _counters.overflow.fetch_add(overflow, relaxed);
+    }
+    if (twin != nullptr) {
+        _counters.duplicated.fetch_add(1, relaxed);
+    }
 }
 
 }  // namespace rig::sim::roce

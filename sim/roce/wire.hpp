@@ -16,8 +16,16 @@
 // jitter reorders), and link down (frames from or to the port vanish). Optional pcap capture
 // of every frame as transmitted (before faults), real bytes and ICRC, for tshark.
 //
-// Thread-safe: any thread may transmit on any port; one thread at a time receives on a port.
+// Thread-safe: any thread may transmit on any port; one thread at a time receives on a port and
+// releases the frames it received.
+//
+// Per frame on the wire, without capture or random faults: one pool lock to allocate, a shared
+// config lock and one queue lock to forward, and relaxed atomic counters. The receiver takes
+// every due frame of its queue under one queue lock into a list of its own, and gives released
+// frames back to the pool in batches (at `release_batch` frames, and whenever a receive finds
+// nothing due), so the sender and the receiver rarely meet on a lock.
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -85,8 +93,10 @@ public:
     frame* allocate() noexcept;
     // Sends `f` (f->size bytes) and gives it up, whatever happens to it.
     void transmit(frame* f, clock::time_point now) noexcept;
-    // The next frame due at `now`, or nullptr. The caller releases it.
+    // The next frame due at `now`, or nullptr. The caller releases it. A receive that finds
+    // nothing gives back to the pool the frames released since.
     frame* receive(clock::time_point now) noexcept;
+    // By the receiving thread: `f` goes back to the pool (in batches: see above).
     void release(frame* f) noexcept;
     // Frames in the receive queue, due or not.
     std::size_t queued() const noexcept;
@@ -99,13 +109,21 @@ private:
     friend class wire;
     port(wire& w, const mac_address& mac) : _wire(w), _mac(mac) {}
     void enqueue(frame* f) noexcept;  // sorted by due time
+    void give_back_released() noexcept;
 
     wire& _wire;
     const mac_address _mac;
     mutable std::mutex _queue_lock;
     frame* _head = nullptr;  // earliest due
     frame* _tail = nullptr;
-    std::size_t _queued = 0;
+    std::size_t _queued = 0;  // in _head.._tail
+    // the receiver's own: due frames taken from the queue at once (in due order), and frames
+    // released but not yet given back to the pool
+    frame* _ready = nullptr;
+    std::atomic<std::size_t> _ready_count{0};  // read by queued() and the tail-drop check
+    frame* _released = nullptr;  // linked by next, newest first
+    frame* _released_last = nullptr;
+    std::size_t _released_count = 0;
     // guarded by the wire's _config_lock
     faults _faults;
     bool _link_up = true;
@@ -117,6 +135,7 @@ public:
     static constexpr std::size_t default_pool_frames = 16384;
     static constexpr std::size_t chunk_frames = 256;
     static constexpr std::size_t default_port_queue_limit = 1024;
+    static constexpr std::size_t release_batch = 64;
 
     explicit wire(std::size_t pool_frames = default_pool_frames, std::size_t port_queue_limit = default_port_queue_limit,
                   std::uint64_t seed = 0x5eed);
@@ -137,13 +156,15 @@ public:
     bool capture(const std::string& path);
 
     wire_counters counters() const;
-    // Frames a transmit can still take: free ones, and those the pool may still grow by.
+    // Frames a transmit can still take: free ones, and those the pool may still grow by (frames a
+    // receiver released since its last receive that found nothing are not counted yet).
     std::size_t free_frames() const;
 
 private:
     friend class port;
     frame* take() noexcept;
     void give(frame* f) noexcept;
+    void give(frame* first, frame* last, std::size_t n) noexcept;  // a list linked by next
     void forward(port& from, frame* f, clock::time_point now) noexcept;
     void detach(port& p) noexcept;
     double uniform() noexcept;  // with _state_lock held
@@ -160,10 +181,14 @@ private:
     std::vector<port*> _ports;
     faults _faults;
 
-    mutable std::mutex _state_lock;  // random state, counters, capture file
+    mutable std::mutex _state_lock;  // random state, capture file
     std::uint64_t _random;
-    wire_counters _counters;
     std::FILE* _capture = nullptr;
+    std::atomic<bool> _capturing{false};  // _capture != nullptr, read without _state_lock
+    struct alignas(64) atomic_counters {
+        std::atomic<std::uint64_t> transmitted{0}, delivered{0}, dropped{0}, duplicated{0}, no_route{0}, overflow{0};
+    };
+    atomic_counters _counters;
 };
 
 }  // namespace rig::sim::roce

@@ -1,5 +1,6 @@
 #include "sim/vfio_user/dma_space.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -152,7 +153,7 @@ void dma_space::refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::
     _faults.push_back({iova, n, is_write, std::move(reason)});
 }
 
-bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write) {
+bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last) {
     const bool pinned = pinned_here();
     std::unique_lock g = hold();
     if (n == 0) {
@@ -174,7 +175,13 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
         return false;
     }
     if (w.base != nullptr) {
-        if (is_write) {
+        if (is_write && last_byte_last) {
+            std::memcpy(w.base + at, p, n - 1);
+            // the reader polls the last byte: the rest is visible before it (x86 keeps stores in
+            // order; the fence also keeps the compiler from merging the two copies)
+            std::atomic_thread_fence(std::memory_order_release);
+            std::atomic_ref<std::byte>(w.base[at + n - 1]).store(p[n - 1], std::memory_order_relaxed);
+        } else if (is_write) {
             std::memcpy(w.base + at, p, n);
         } else {
             std::memcpy(p, w.base + at, n);
@@ -189,7 +196,13 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
     }
     in_band_dma* to = _in_band;
     g.unlock();
-    const bool ok = is_write ? to->dma_write(iova, std::span<const std::byte>(p, n)) : to->dma_read(iova, std::span<std::byte>(p, n));
+    bool ok = false;
+    if (is_write && last_byte_last) {
+        ok = (n == 1 || to->dma_write(iova, std::span<const std::byte>(p, n - 1))) &&
+             to->dma_write(iova + n - 1, std::span<const std::byte>(p + n - 1, 1));
+    } else {
+        ok = is_write ? to->dma_write(iova, std::span<const std::byte>(p, n)) : to->dma_read(iova, std::span<std::byte>(p, n));
+    }
     if (!ok) {
         g.lock();
         refuse(iova, n, is_write, "the client refused or did not answer");
@@ -203,6 +216,10 @@ bool dma_space::read(std::uint64_t iova, std::span<std::byte> out) {
 
 bool dma_space::write(std::uint64_t iova, std::span<const std::byte> in) {
     return access(iova, const_cast<std::byte*>(in.data()), in.size(), true);
+}
+
+bool dma_space::write_last_byte_last(std::uint64_t iova, std::span<const std::byte> in) {
+    return access(iova, const_cast<std::byte*>(in.data()), in.size(), true, true);
 }
 
 }  // namespace rig::sim::vfio_user

@@ -83,6 +83,10 @@ public:
     // ---- the device's accesses ----
     bool read(std::uint64_t iova, std::span<std::byte> out);
     bool write(std::uint64_t iova, std::span<const std::byte> in);
+    // One access that stores the last byte of `in` after all the others, ordered by a release
+    // fence: a completion whose last byte holds its owner bit, which a polling driver reads
+    // first (mlx5 CQE op_own). A window without fd gets two messages, last byte second.
+    bool write_last_byte_last(std::uint64_t iova, std::span<const std::byte> in);
 
     std::size_t window_count() const;
     // true when iova lies in a window announced without fd: the device reaches it only by
@@ -111,7 +115,7 @@ private:
         bool device_writes;
         std::byte* base;   // nullptr: no fd, reached in band
     };
-    bool access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write);
+    bool access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last = false);
     // _lock, unless this thread holds it by a pin
     std::unique_lock<std::mutex> hold() const;
     bool pinned_here() const noexcept;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -13,6 +14,8 @@
 #include <utility>  // before Asio: boost/asio/awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
+
+#include <sys/socket.h>
 
 
 namespace rig::perf {
@@ -247,7 +250,14 @@ channel::channel(channel&&) noexcept = default;
 channel& channel::operator=(channel&&) noexcept = default;
 channel::~channel() { close(); }
 
-int channel::native_handle() const { return _s->socket.native_handle(); }
+bool channel::peer_stopped() const {
+    if (!_s) {
+        throw std::invalid_argument("channel::peer_stopped: closed channel");
+    }
+    char c = 0;
+    const auto n = ::recv(_s->socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);  // data, EOF or reset
+}
 
 void channel::close() noexcept {
     if (_s) {
@@ -333,66 +343,112 @@ std::expected<channel, std::string> channel::connect(const std::string& host, st
                            std::to_string(wait.count()) + " ms)");
 }
 
+namespace {
+
+std::chrono::milliseconds left_until(std::chrono::steady_clock::time_point by) {
+    return std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                      by - std::chrono::steady_clock::now()));
+}
+
+}  // namespace
+
+std::expected<void, std::string> channel::send(std::span<const std::byte> mine, std::string_view what,
+                                               std::chrono::milliseconds wait) {
+    if (!_s) {
+        throw std::invalid_argument("channel::send: closed channel");
+    }
+    bool done = false;
+    boost::system::error_code e;
+    asio::async_write(_s->socket, asio::buffer(mine.data(), mine.size()),
+                      [&](const boost::system::error_code& r, std::size_t) {
+                          e = r;
+                          done = true;
+                      });
+    if (!_s->run_until(done, wait)) {
+        return std::unexpected("timeout sending " + std::string(what) + " to the peer");
+    }
+    if (e) {
+        return std::unexpected("sending " + std::string(what) + " to the peer: " + e.message());
+    }
+    return {};
+}
+
+std::expected<void, std::string> channel::receive(std::span<std::byte> theirs, std::string_view what,
+                                                  std::chrono::milliseconds wait) {
+    return receive_by(theirs, what, std::chrono::steady_clock::now() + wait, wait);
+}
+
+std::expected<void, std::string> channel::receive_by(std::span<std::byte> theirs, std::string_view what,
+                                                     std::chrono::steady_clock::time_point by,
+                                                     std::chrono::milliseconds wait) {
+    if (!_s) {
+        throw std::invalid_argument("channel::receive: closed channel");
+    }
+    bool done = false;
+    boost::system::error_code e;
+    std::size_t got = 0;
+    asio::async_read(_s->socket, asio::buffer(theirs.data(), theirs.size()),
+                     [&](const boost::system::error_code& r, std::size_t n) {
+                         e = r;
+                         got = n;
+                         done = true;
+                     });
+    if (!_s->run_until(done, left_until(by))) {
+        return std::unexpected("timeout after " + std::to_string(wait.count()) + " ms waiting for " +
+                               std::string(what) + " from the peer");
+    }
+    if (e == asio::error::eof || (e && got < theirs.size())) {
+        return std::unexpected("peer sent " + std::to_string(got) + " of the " + std::to_string(theirs.size()) +
+                               " bytes of " + std::string(what) + " and closed the connection (" + e.message() + ")");
+    }
+    if (e) {
+        return std::unexpected("reading " + std::string(what) + " from the peer: " + e.message());
+    }
+    return {};
+}
+
 std::expected<void, std::string> channel::exchange(std::span<const std::byte> mine, std::span<std::byte> theirs,
                                                    std::string_view what, std::chrono::milliseconds wait) {
+    const auto by = std::chrono::steady_clock::now() + wait;
+    if (_client) {
+        if (auto w = send(mine, what, wait); !w) {
+            return w;
+        }
+        return receive_by(theirs, what, by, wait);
+    }
+    if (auto r = receive_by(theirs, what, by, wait); !r) {
+        return r;
+    }
+    return send(mine, what, left_until(by));
+}
+
+std::size_t channel::drain(std::chrono::milliseconds wait) {
     if (!_s) {
-        throw std::invalid_argument("channel::exchange: closed channel");
+        throw std::invalid_argument("channel::drain: closed channel");
     }
     const auto by = std::chrono::steady_clock::now() + wait;
-    auto left = [&] {
-        return std::max(std::chrono::milliseconds(0),
-                        std::chrono::duration_cast<std::chrono::milliseconds>(by - std::chrono::steady_clock::now()));
-    };
-    auto write = [&]() -> std::expected<void, std::string> {
-        bool done = false;
-        boost::system::error_code e;
-        asio::async_write(_s->socket, asio::buffer(mine.data(), mine.size()),
-                          [&](const boost::system::error_code& r, std::size_t) {
-                              e = r;
-                              done = true;
-                          });
-        if (!_s->run_until(done, left())) {
-            return std::unexpected("timeout sending " + std::string(what) + " to the peer");
-        }
-        if (e) {
-            return std::unexpected("sending " + std::string(what) + " to the peer: " + e.message());
-        }
-        return {};
-    };
-    auto read = [&]() -> std::expected<void, std::string> {
+    boost::system::error_code ignored;
+    _s->socket.shutdown(tcp::socket::shutdown_send, ignored);  // our FIN: a peer that drains too ends
+    std::array<std::byte, 64> sink{};
+    std::size_t dropped = 0;
+    while (true) {
         bool done = false;
         boost::system::error_code e;
         std::size_t got = 0;
-        asio::async_read(_s->socket, asio::buffer(theirs.data(), theirs.size()),
-                         [&](const boost::system::error_code& r, std::size_t n) {
-                             e = r;
-                             got = n;
-                             done = true;
-                         });
-        if (!_s->run_until(done, left())) {
-            return std::unexpected("timeout after " + std::to_string(wait.count()) + " ms waiting for " +
-                                   std::string(what) + " from the peer");
+        _s->socket.async_read_some(asio::buffer(sink.data(), sink.size()),
+                                   [&](const boost::system::error_code& r, std::size_t n) {
+                                       e = r;
+                                       got = n;
+                                       done = true;
+                                   });
+        if (!_s->run_until(done, left_until(by))) {
+            return dropped;
         }
-        if (e == asio::error::eof || (e && got < theirs.size())) {
-            return std::unexpected("peer sent " + std::to_string(got) + " of the " + std::to_string(theirs.size()) +
-                                   " bytes of " + std::string(what) + " and closed the connection (" + e.message() +
-                                   ")");
-        }
+        dropped += got;
         if (e) {
-            return std::unexpected("reading " + std::string(what) + " from the peer: " + e.message());
+            return dropped;  // closed (or reset): done
         }
-        return {};
-    };
-    if (_client) {
-        if (auto w = write(); !w) {
-            return w;
-        }
-        return read();
     }
-    if (auto r = read(); !r) {
-        return r;
-    }
-    return write();
 }
 
 std::expected<setup_result, std::string> exchange_setup(channel& c, int my_mtu, std::chrono::milliseconds wait) {
@@ -465,6 +521,20 @@ std::expected<bw_report_wire, std::string> exchange_bw_report(channel& c, const 
     }
     out.msg_rate = decode_double(b);
     return out;
+}
+
+std::expected<void, std::string> close_connection(channel& c, const qp_info& mine, std::chrono::milliseconds wait) {
+    const auto by = std::chrono::steady_clock::now() + wait;
+    if (auto h = exchange_qp(c, mine, wait); !h) {
+        return std::unexpected(h.error());
+    }
+    const auto* d = reinterpret_cast<const std::byte*>(done_message.data());
+    if (auto w = c.send(std::span<const std::byte>(d, done_message.size()), "\"done\"", left_until(by)); !w) {
+        return w;
+    }
+    c.drain(left_until(by));
+    c.close();
+    return {};
 }
 
 }  // namespace rig::perf

@@ -16,6 +16,9 @@
 //             that serves as a barrier (ctx_hand_shake).
 //   BW report five 8-byte big-endian fields, one exchange each: size, iters, bw_peak, bw_avg,
 //             msgRate (xchg_bw_reports; doubles as their IEEE bits).
+//   close     a handshake, then "done\0" written (and read by no one), then close
+//             (ctx_close_connection).
+// Which of these each test sends, and when: protocol.hpp.
 //
 // The peer's MAC is not in perftest's exchange. On RoCE the GID carries it: the model and Rig's
 // bring-up put GID 0 = the link-local GID of the port's MAC (fe80::/64 with the modified EUI-64
@@ -40,6 +43,8 @@ constexpr std::size_t mtu_bytes = 2;
 constexpr std::size_t qp_line_bytes = 108;
 constexpr std::uint32_t page_size = 4096;
 constexpr std::uint32_t cache_line = 64;
+// What ctx_close_connection writes after its handshake: sizeof "done", the NUL included.
+constexpr std::string_view done_message{"done", 5};
 
 // What one queue pair tells its peer (perftest's struct pingpong_dest, the fields on the wire).
 struct qp_info {
@@ -88,14 +93,29 @@ public:
     ~channel();
 
     bool is_client() const noexcept { return _client; }
-    int native_handle() const;  // the socket, for a non-blocking peek
+    // Has the peer sent something, or closed the connection (a non-blocking peek)? What tells a
+    // -D passive side that the peer stopped: its next message, or its end.
+    bool peer_stopped() const;
     // One exchange: the client writes `mine` and then reads `theirs`, the server reads, then
     // writes; both within `wait`. `what` names the message in errors.
     std::expected<void, std::string> exchange(std::span<const std::byte> mine, std::span<std::byte> theirs,
                                               std::string_view what, std::chrono::milliseconds wait);
+    // One write, or one read of exactly theirs.size() bytes, within `wait`.
+    std::expected<void, std::string> send(std::span<const std::byte> mine, std::string_view what,
+                                          std::chrono::milliseconds wait);
+    std::expected<void, std::string> receive(std::span<std::byte> theirs, std::string_view what,
+                                             std::chrono::milliseconds wait);
+    // Ends our sending (a FIN), then reads and drops what the peer still sends until it closes,
+    // for at most `wait`: so that closing resets no connection over unread bytes, and two
+    // sides that both drain both end. The bytes dropped.
+    std::size_t drain(std::chrono::milliseconds wait);
     void close() noexcept;
 
 private:
+    // receive() by a deadline; `wait` is the whole exchange's, for the message.
+    std::expected<void, std::string> receive_by(std::span<std::byte> theirs, std::string_view what,
+                                                std::chrono::steady_clock::time_point by,
+                                                std::chrono::milliseconds wait);
     struct state;
     explicit channel(std::unique_ptr<state> s, bool client);
     std::unique_ptr<state> _s;
@@ -123,5 +143,10 @@ struct bw_report_wire {
 };
 std::expected<bw_report_wire, std::string> exchange_bw_report(channel& c, const bw_report_wire& mine,
                                                               std::chrono::milliseconds wait);
+
+// ctx_close_connection (perftest 6.06): the handshake, "done\0" to the peer, then close. The
+// peer's own "done" (a 6.06 peer sends one, a later one does not) is read and dropped while
+// waiting, for at most `wait`, for the peer to close first.
+std::expected<void, std::string> close_connection(channel& c, const qp_info& mine, std::chrono::milliseconds wait);
 
 }  // namespace rig::perf

@@ -61,7 +61,7 @@ std::uint8_t mark(std::uint64_t i) noexcept { return static_cast<std::uint8_t>(i
 // One post of kind k of the first-half bytes [0, size) (reads: into them).
 void post(test_kind k, lane& l, const loop_settings& s) {
     rig::queue_pair& q = *l.qp;
-    const rig::remote target{l.peer.address + s.half, l.peer.key};  // the peer's second half
+    const rig::remote& target = l.peer;  // what the peer advertised: its second half
     switch (k) {
     case test_kind::write_bw:
     case test_kind::write_lat:
@@ -241,8 +241,11 @@ std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, c
                 post_receives(l, s);
                 return true;
             }
-            // -D, passive side: the client stops after a whole round trip and says so.
-            if (!client && s.duration && ++polls % 1024 == 0 && s.peer_stopped && s.peer_stopped()) {
+            // -D: each side stops on its own clock, as perftest's alarm does (its wait for the
+            // next reply ends at END_STATE), so a reply that will not come ends no run in error;
+            // the server also stops once the client has spoken or closed (protocol.hpp).
+            if (s.duration && ++polls % 1024 == 0 &&
+                (now_ns() >= stop || (!client && s.peer_stopped && s.peer_stopped()))) {
                 return false;
             }
             if (w.stalled()) {
@@ -276,6 +279,9 @@ std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, c
                 auto r = await(i);
                 if (!r) {
                     return std::unexpected(r.error());
+                }
+                if (!*r) {
+                    break;  // -D ended while the reply was due: the trip does not count
                 }
                 if (auto c = take_send(l, s); !c) {
                     return std::unexpected(c.error());

@@ -3,7 +3,9 @@
 //
 // Buffers: each queue pair has one region of 2 x `half` bytes: the first half is what it sends
 // (WRITE and SEND source, READ target), the second what its peer's operations land in (WRITE
-// target, receives) or read (READ source). `peer` is the peer's region (its address and key).
+// target, receives) or read (READ source). `peer` is what the peer's QP line advertised: the
+// address of its second half and its key, written and read from byte 0 as perftest does with
+// the vaddr of its pingpong_dest (set_up_connection: the buffer after the send buffers).
 //
 // Bandwidth (perftest run_iter_bw): entries are posted in batches, as many as the ring's send
 // depth (-t) allows in flight, with one doorbell per batch (post_*, then ring). Rig completes
@@ -30,7 +32,7 @@ namespace rig::perf {
 struct lane {
     rig::queue_pair* qp = nullptr;
     rig::region buffer;   // 2 x half bytes
-    rig::remote peer;     // byte 0 of the peer's region
+    rig::remote peer;     // the peer's second half (the vaddr it advertised) and its key
     std::uint32_t receives = 0;  // receives posted and not yet completed
 };
 
@@ -43,7 +45,8 @@ struct loop_settings {
     std::uint32_t rx_depth = 512;
     bool use_inline = false;
     std::chrono::milliseconds stall{10000};  // no progress for this long: an error
-    // -D on the passive side of SEND tests / latency: true once the peer says it stopped.
+    // -D, the receiving side of send_bw and the server of a latency test: true once the peer
+    // has sent its next out-of-band message or closed the connection (it stopped).
     std::function<bool()> peer_stopped;
 };
 
@@ -53,10 +56,12 @@ std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>&
 // barrier that lets the peer send).
 void post_receives(lane& l, const loop_settings& s);
 // Server of send_bw: takes `iterations` messages per queue pair (or, with a duration, until
-// peer_stopped()), reposting receives as they complete.
+// peer_stopped(): not its own clock, which started before the client's, so that the client's
+// last sends still find receives), reposting receives as they complete.
 std::expected<bw_row, std::string> run_bw_receiver(std::vector<lane>& lanes, const loop_settings& s);
 
-// Latency: `client` starts each round trip.
+// Latency: `client` starts each round trip. With a duration each side stops on its own
+// clock (the server also when peer_stopped()), and a reply still due then is not waited for.
 std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, const loop_settings& s);
 
 }  // namespace rig::perf

@@ -7,12 +7,11 @@
 #include <mutex>
 #include <vector>
 
-#include <sys/socket.h>
-
 #include "qp/nic.hpp"
 #include "tools/rig-perf/exchange.hpp"
 #include "tools/rig-perf/log.hpp"
 #include "tools/rig-perf/loops.hpp"
+#include "tools/rig-perf/protocol.hpp"
 #include "tools/rig-perf/report.hpp"
 
 namespace rig::perf {
@@ -44,12 +43,6 @@ void print(std::FILE* out, const std::string& s) {
     std::fflush(out);
 }
 
-// Is there something from the peer to read (a -D client's closing barrier)?
-bool peer_has_spoken(int fd) {
-    char c = 0;
-    return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
 // Why the NIC failed, as the firmware layer reported it (from its event thread): the data
 // path only sees "the NIC failed", so a run that fails names this too.
 struct nic_failure {
@@ -76,9 +69,12 @@ struct session {
     std::vector<lane> lanes;
     std::optional<channel> ch;
     test_info info;
+    exchange_plan plan = plan_of(o.kind);
+    std::vector<std::uint64_t> sizes = sizes_of(o);
     std::uint64_t half = 0;
     std::shared_ptr<nic_failure> failure = std::make_shared<nic_failure>();
 
+    // H0 of protocol.hpp: queue pair 0's line again (ctx_hand_shake), a barrier.
     std::expected<void, std::string> barrier(std::chrono::milliseconds wait) {
         auto r = exchange_qp(*ch, mine[0], wait);
         if (!r) {
@@ -86,6 +82,7 @@ struct session {
         }
         return {};
     }
+    bool passive() const { return !client && plan.server_passive; }
 
     std::expected<void, std::string> set_up() {
         rig::nic_options no;
@@ -127,7 +124,6 @@ struct session {
         info.out_reads = rig_out_reads;
         info.duration = o.duration.has_value();
 
-        const auto sizes = sizes_of(o);
         half = page_round(std::max<std::uint64_t>(*std::max_element(sizes.begin(), sizes.end()), 64));
         for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
             auto r = api(nic->allocate(2 * half, rig::access::remote), "allocate " + std::to_string(2 * half) + " bytes");
@@ -146,11 +142,16 @@ struct session {
             m.qpn = e.qp;
             m.psn = e.psn;
             m.rkey = regions.back().key();
-            m.vaddr = regions.back().address();
+            m.vaddr = regions.back().address() + half;  // where the peer writes and reads (perftest's vaddr)
             m.gid = e.gid;
             mine.push_back(m);
         }
         print(out, header_block(info));
+        if (plan.h0_before_lines) {  // write_lat.c, read_lat.c: a handshake before the QP lines
+            if (auto b = barrier(o.exchange_timeout); !b) {
+                return b;
+            }
+        }
         for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
             auto peer = exchange_qp(*ch, mine[i], o.exchange_timeout);
             if (!peer) {
@@ -168,6 +169,11 @@ struct session {
                                        c.error().message);
             }
         }
+        if (plan.h0_between_rounds) {  // send_bw.c, send_lat.c: a handshake right after connect
+            if (auto b = barrier(o.exchange_timeout); !b) {
+                return b;
+            }
+        }
         for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
             print(out, address_lines(info, true, mine[i]));
         }
@@ -181,11 +187,64 @@ struct session {
         for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
             lanes.push_back(lane{&qps[i], regions[i], rig::remote{theirs[i].vaddr, theirs[i].rkey}, 0});
         }
-        if (auto b = barrier(o.exchange_timeout); !b) {  // after RTR
-            return b;
+        if (!plan.h0_between_rounds) {  // the others: "an additional handshake ... after RTR"
+            if (auto b = barrier(o.exchange_timeout); !b) {
+                return b;
+            }
+        }
+        if (o.kind == test_kind::read_lat && !client) {
+            return {};  // read_lat.c: the server prints no table, it closes at once
         }
         print(out, result_line);
         print(out, is_latency(o.kind) ? lat_table_header(o.duration.has_value()) : bw_table_header(o.report_gbits));
+        return {};
+    }
+
+    // The server of write_bw, read_bw and read_lat: it runs nothing, and sits in one read until
+    // the client has run every size (bounded by the run's length, protocol.hpp passive_wait).
+    std::expected<void, std::string> serve_passively(run_report& report) {
+        const auto wait = passive_wait(o, sizes, o.exchange_timeout);
+        if (plan.report) {
+            if (auto b = barrier(wait); !b) {
+                return b;
+            }
+            auto peer = exchange_bw_report(*ch, bw_report_wire{}, o.exchange_timeout);
+            if (!peer) {
+                return std::unexpected(peer.error());
+            }
+            if (peer->size != sizes.back()) {
+                return std::unexpected("peer reported size " + std::to_string(peer->size) + ", expected " +
+                                       std::to_string(sizes.back()) + " (same options on both sides)");
+            }
+            const bw_row row{peer->size, peer->iters, peer->bw_peak, peer->bw_avg, peer->msg_rate};
+            report.bw.push_back(row);
+            print(out, bw_row_line(row, o.report_gbits));
+            return close_connection(*ch, mine[0], o.exchange_timeout);
+        }
+        return close_connection(*ch, mine[0], wait);
+    }
+
+    // After the last size: the client's report of its last row (write_bw, read_bw), then the
+    // close (all but write_lat, which just closes the socket).
+    std::expected<void, std::string> finish(const run_report& report) {
+        if (plan.report) {
+            if (auto b = barrier(o.exchange_timeout); !b) {
+                return b;
+            }
+            const bw_row row = report.bw.empty() ? bw_row{} : report.bw.back();
+            const bw_report_wire mine_w{row.bytes, row.iterations, row.bw_peak_mib, row.bw_average_mib,
+                                        row.msg_rate_mpps};
+            if (auto r = exchange_bw_report(*ch, mine_w, o.exchange_timeout); !r) {
+                return std::unexpected(r.error());
+            }
+        }
+        if (plan.close) {
+            return close_connection(*ch, mine[0], o.exchange_timeout);
+        }
+        // write_lat: perftest just exits (its FIN). Ours goes first, and the queue pair stays
+        // until the peer's comes: the peer's last WRITE may still wait for our ACK.
+        ch->drain(o.exchange_timeout);
+        ch->close();
         return {};
     }
 
@@ -201,66 +260,38 @@ struct session {
         s.rx_depth = rx_depth;
         s.use_inline = o.inline_size > 0 && size <= o.inline_size;
         s.stall = o.exchange_timeout;
-        const int fd = ch->native_handle();
-        s.peer_stopped = [fd] { return peer_has_spoken(fd); };
+        s.peer_stopped = [c = &*ch] { return c->peer_stopped(); };
 
         if (is_send(o.kind)) {
             for (lane& l : lanes) {
                 post_receives(l, s);
             }
         }
-        if (auto b = barrier(o.exchange_timeout); !b) {
-            return b;
+        if (plan.sync_before_size) {  // send_*: the peer's receives are posted
+            if (auto b = barrier(o.exchange_timeout); !b) {
+                return b;
+            }
         }
         if (is_latency(o.kind)) {
             auto row = run_lat(o.kind, client, lanes[0], s);
             if (!row) {
                 return std::unexpected(row.error());
             }
-            if (auto b = barrier(o.run_timeout); !b) {
-                return b;
-            }
-            if (client || o.kind != test_kind::read_lat) {
-                report.lat.push_back(*row);
-                print(out, lat_row_line(*row, o.duration.has_value()));
-            }
+            report.lat.push_back(*row);
+            print(out, lat_row_line(*row, o.duration.has_value()));
             return {};
         }
-        if (o.kind == test_kind::send_bw) {
-            auto row = client ? run_bw_client(o.kind, lanes, s) : run_bw_receiver(lanes, s);
-            if (!row) {
-                return std::unexpected(row.error());
-            }
-            if (auto b = barrier(o.run_timeout); !b) {
+        auto row = client ? run_bw_client(o.kind, lanes, s) : run_bw_receiver(lanes, s);
+        if (!row) {
+            return std::unexpected(row.error());
+        }
+        if (plan.sync_after_size_all && o.all_sizes) {  // send_bw.c RUN_ALL
+            if (auto b = barrier(o.exchange_timeout); !b) {
                 return b;
             }
-            report.bw.push_back(*row);
-            print(out, bw_row_line(*row, o.report_gbits));
-            return {};
         }
-        // write_bw, read_bw: the server is passive; the client's row is exchanged.
-        bw_row row;
-        if (client) {
-            auto r = run_bw_client(o.kind, lanes, s);
-            if (!r) {
-                return std::unexpected(r.error());
-            }
-            row = *r;
-        }
-        const bw_report_wire mine_w{row.bytes, row.iterations, row.bw_peak_mib, row.bw_average_mib, row.msg_rate_mpps};
-        auto peer = exchange_bw_report(*ch, mine_w, client ? o.exchange_timeout : o.run_timeout);
-        if (!peer) {
-            return std::unexpected(peer.error());
-        }
-        if (!client) {
-            if (peer->size != size) {
-                return std::unexpected("peer reported size " + std::to_string(peer->size) + ", expected " +
-                                       std::to_string(size) + " (same options on both sides)");
-            }
-            row = bw_row{peer->size, peer->iters, peer->bw_peak, peer->bw_avg, peer->msg_rate};
-        }
-        report.bw.push_back(row);
-        print(out, bw_row_line(row, o.report_gbits));
+        report.bw.push_back(*row);
+        print(out, bw_row_line(*row, o.report_gbits));
         return {};
     }
 
@@ -295,7 +326,7 @@ std::vector<std::uint64_t> sizes_of(const options& o) {
 }
 
 std::expected<run_report, std::string> run(const options& o, std::FILE* out) {
-    session s{o, out, o.server.has_value(), {}, {}, {}, {}, {}, {}, {}, {}, 0};
+    session s{o, out, o.server.has_value(), {}, {}, {}, {}, {}, {}, {}, {}, plan_of(o.kind), sizes_of(o), 0};
     run_report report;
     report.kind = o.kind;
     auto fail = [&](const std::string& why) -> std::expected<run_report, std::string> {
@@ -306,15 +337,20 @@ std::expected<run_report, std::string> run(const options& o, std::FILE* out) {
     if (auto u = s.set_up(); !u) {
         return fail(u.error());
     }
-    for (std::uint64_t size : sizes_of(o)) {
-        if (auto r = s.one_size(size, report); !r) {
-            return fail(r.error());
+    if (s.passive()) {
+        if (auto p = s.serve_passively(report); !p) {
+            return fail(p.error());
+        }
+    } else {
+        for (std::uint64_t size : s.sizes) {
+            if (auto r = s.one_size(size, report); !r) {
+                return fail(r.error());
+            }
+        }
+        if (auto f = s.finish(report); !f) {
+            return fail(f.error());
         }
     }
-    if (auto b = s.barrier(o.exchange_timeout); !b) {  // ctx_close_connection
-        return fail(b.error());
-    }
-    s.ch->close();
     print(out, result_line);
     if (auto t = s.tear_down(); !t) {
         return std::unexpected(t.error());

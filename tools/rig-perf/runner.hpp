@@ -3,14 +3,9 @@
 // _lat ones), with the out-of-band exchange of exchange.hpp:
 //
 //   open the NIC; server: accept one client, client: connect (retrying while the server starts)
-//   versions, sys data, MTU; a region and a queue pair per -q
-//   print the header block; per queue pair: QP info (handshake), connect, print the local
-//   address; per queue pair: handshake, print the remote address; a barrier (after RTR)
-//   print the table header; per size (-a: 2 .. --max-size; else -s):
-//     [SEND tests: post receives]  barrier  run  then
-//     write_bw/read_bw: the client's row goes to the server (xchg_bw_reports), which prints it;
-//     other tests: a barrier (it also tells a -D passive side that the client stopped)
-//   a closing barrier; destroy, close.
+//   versions, sys data, MTU; a region and a queue pair per -q; print the header block
+//   then the handshakes, sizes and close of protocol.hpp's table for the test, exactly:
+//   perftest 6.06's order, so that either side pairs with stock perftest.
 //
 // Rows are printed as each size finishes. Figures go to the returned report; main writes
 // the JSON and the plot.

@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include "driver/function.hpp"
+#include "test/model/child_process.hpp"
 #include "test/model/served_model.hpp"
 
 namespace {
@@ -32,50 +33,14 @@ std::string nicsim() {
 
 // Runs rig-nicsim with args; returns the child's pid, its stdout+stderr in *pipe_fd.
 pid_t spawn(const std::vector<std::string>& args, int* pipe_fd) {
-    int p[2];
-    REQUIRE(::pipe(p) == 0);
-    const std::string bin = nicsim();
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::dup2(p[1], 1);
-        ::dup2(p[1], 2);
-        ::close(p[0]);
-        ::close(p[1]);
-        std::vector<char*> argv;
-        argv.push_back(const_cast<char*>(bin.c_str()));
-        for (const std::string& a : args) {
-            argv.push_back(const_cast<char*>(a.c_str()));
-        }
-        argv.push_back(nullptr);
-        ::execv(bin.c_str(), argv.data());
-        ::_exit(127);
-    }
-    ::close(p[1]);
-    *pipe_fd = p[0];
-    return pid;
+    const rig::test::child c = rig::test::spawn_child(nicsim(), args);
+    *pipe_fd = c.output;
+    return c.pid;
 }
 
-std::string drain(int fd) {
-    std::string out;
-    std::array<char, 4096> b;
-    for (ssize_t n; (n = ::read(fd, b.data(), b.size())) > 0;) {
-        out.append(b.data(), static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return out;
-}
+std::string drain(int fd) { return rig::test::read_all(fd); }
 
-// exit status and output of a run that ends by itself
-std::pair<int, std::string> run(const std::vector<std::string>& args) {
-    int fd = -1;
-    const pid_t pid = spawn(args, &fd);
-    std::string out = drain(fd);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    return {WEXITSTATUS(status), out};
-}
+std::pair<int, std::string> run(const std::vector<std::string>& args) { return rig::test::run_to_exit(nicsim(), args); }
 
 TEST_CASE("rig-nicsim: serves N functions until SIGINT, then exits 0 and removes its sockets", "[model][mlx5]") {
     rig::test::temp_socket dir;

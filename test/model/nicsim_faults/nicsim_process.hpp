@@ -26,6 +26,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/model/child_process.hpp"
+
 #include "test/model/served_model.hpp"
 
 namespace rig::test {
@@ -113,27 +115,9 @@ public:
 
 private:
     void spawn(const std::vector<std::string>& args) {
-        int p[2];
-        REQUIRE(::pipe(p) == 0);
-        const std::string bin = nicsim_binary();
-        std::vector<char*> argv;
-        argv.push_back(const_cast<char*>(bin.c_str()));
-        for (const std::string& a : args) {
-            argv.push_back(const_cast<char*>(a.c_str()));
-        }
-        argv.push_back(nullptr);
-        _pid = ::fork();
-        REQUIRE(_pid >= 0);
-        if (_pid == 0) {
-            ::dup2(p[1], 1);
-            ::dup2(p[1], 2);
-            ::close(p[0]);
-            ::close(p[1]);
-            ::execv(bin.c_str(), argv.data());
-            ::_exit(127);
-        }
-        ::close(p[1]);
-        _reader = std::thread([this, fd = p[0]] {
+        const child c = spawn_child(nicsim_binary(), args);
+        _pid = c.pid;
+        _reader = std::thread([this, fd = c.output] {
             std::array<char, 4096> b;
             for (ssize_t n; (n = ::read(fd, b.data(), b.size())) > 0;) {
                 std::lock_guard g(_lock);

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/model/child_process.hpp"
 #include "test/model/nicsim_faults/nicsim_process.hpp"
 
 namespace {
@@ -18,35 +19,7 @@ std::pair<int, std::string> run(const std::vector<std::string>& args) {
     rig::test::temp_socket dir;
     std::vector<std::string> all = {"--family", "mlx5", "--functions", "2", "--socket-dir", dir.dir};
     all.insert(all.end(), args.begin(), args.end());
-    int p[2];
-    REQUIRE(::pipe(p) == 0);
-    const std::string bin = rig::test::nicsim_binary();
-    std::vector<char*> argv = {const_cast<char*>(bin.c_str())};
-    for (const std::string& a : all) {
-        argv.push_back(const_cast<char*>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::dup2(p[1], 1);
-        ::dup2(p[1], 2);
-        ::close(p[0]);
-        ::close(p[1]);
-        ::execv(bin.c_str(), argv.data());
-        ::_exit(127);
-    }
-    ::close(p[1]);
-    std::string out;
-    char b[4096];
-    for (ssize_t n; (n = ::read(p[0], b, sizeof b)) > 0;) {
-        out.append(b, static_cast<std::size_t>(n));
-    }
-    ::close(p[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    return {WEXITSTATUS(status), out};
+    return rig::test::run_to_exit(rig::test::nicsim_binary(), all);
 }
 
 }  // namespace

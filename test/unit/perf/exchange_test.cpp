@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "tools/rig-perf/exchange.hpp"
+#include "tools/rig-perf/protocol.hpp"
 
 namespace {
 
@@ -291,4 +292,76 @@ TEST_CASE("exchange: no server, and no client, within the deadline", "[unit][per
     auto s = channel::accept(port, 200ms);
     REQUIRE_FALSE(s.has_value());
     CHECK(s.error() == "no client connected to port " + std::to_string(port) + " within 200 ms");
+}
+
+TEST_CASE("exchange: ctx_close_connection of 6.06 is the handshake, \"done\\0\", then the end", "[unit][perf]") {
+    std::string after;  // what the peer read after its handshake, until our FIN
+    {
+        fake_peer p([&](tcp::socket& s) {  // a 6.06 server: the line, its line, "done", close
+            drain(s, 108);
+            send_raw(s, example_line);
+            send_raw(s, "done\0"sv);
+            s.shutdown(tcp::socket::shutdown_send);
+            boost::system::error_code e;
+            std::array<char, 64> b{};
+            while (!e) {
+                const std::size_t n = s.read_some(asio::buffer(b), e);
+                after.append(b.data(), e ? 0 : n);
+            }
+        });
+        auto c = channel::connect("127.0.0.1", p.port(), 2s);
+        REQUIRE(c.has_value());
+        const auto t0 = std::chrono::steady_clock::now();
+        REQUIRE(close_connection(*c, example_info(), 2s).has_value());
+        CHECK(std::chrono::steady_clock::now() - t0 < 1s);  // the peer's FIN ends the wait
+    }
+    CHECK(after == "done\0"sv);
+}
+
+TEST_CASE("exchange: peer_stopped sees the peer's next message, and its close", "[unit][perf]") {
+    SECTION("a message") {
+        fake_peer p([](tcp::socket& s) {
+            std::this_thread::sleep_for(100ms);
+            send_raw(s, "x"sv);
+            drain(s, 1);
+        });
+        auto c = channel::connect("127.0.0.1", p.port(), 2s);
+        REQUIRE(c.has_value());
+        CHECK_FALSE(c->peer_stopped());
+        std::this_thread::sleep_for(200ms);
+        CHECK(c->peer_stopped());
+        CHECK(c->send(std::array<std::byte, 1>{}, "a byte", 1s).has_value());
+    }
+    SECTION("the end") {
+        fake_peer p([](tcp::socket&) {});  // accepts and closes
+        auto c = channel::connect("127.0.0.1", p.port(), 2s);
+        REQUIRE(c.has_value());
+        std::this_thread::sleep_for(100ms);
+        CHECK(c->peer_stopped());
+    }
+}
+
+TEST_CASE("protocol: perftest 6.06's plan per test, and the passive side's bound", "[unit][perf]") {
+    using rig::perf::test_kind;
+    CHECK(plan_of(test_kind::write_bw).report);
+    CHECK(plan_of(test_kind::write_bw).server_passive);
+    CHECK_FALSE(plan_of(test_kind::write_bw).sync_before_size);
+    CHECK(plan_of(test_kind::read_bw).report);
+    CHECK(plan_of(test_kind::send_bw).h0_between_rounds);
+    CHECK(plan_of(test_kind::send_bw).sync_after_size_all);
+    CHECK_FALSE(plan_of(test_kind::send_lat).sync_after_size_all);
+    CHECK(plan_of(test_kind::send_lat).sync_before_size);
+    CHECK(plan_of(test_kind::write_lat).h0_before_lines);
+    CHECK_FALSE(plan_of(test_kind::write_lat).close);
+    CHECK(plan_of(test_kind::read_lat).h0_before_lines);
+    CHECK(plan_of(test_kind::read_lat).server_passive);
+    CHECK_FALSE(plan_of(test_kind::read_lat).report);
+
+    rig::perf::options o;
+    o.iterations = 1000;
+    o.queue_pairs = 2;
+    // 2 x 1000 x (100 us + 1 MiB at 100 MiB/s = 10 ms) = 20.2 s, plus the margin
+    CHECK(passive_wait(o, {1u << 20}, 10000ms) == 30200ms);
+    o.duration = std::chrono::seconds(5);
+    CHECK(passive_wait(o, {65536}, 10000ms) == 15000ms);
 }
