@@ -323,6 +323,7 @@ result<void> nic::connect(detail::qp_state& s, const endpoint& e) {
         rtr.rmac[i] = std::to_integer<std::uint8_t>(e.mac[i]);
     }
     rtr.gid_index = 0;
+    rtr.mtu = _hca->path_mtu();  // the largest RoCE MTU the port's Ethernet MTU carries
     if (auto r = s.object.init2rtr(q, rtr, by()); !r) {
         return refused("(INIT to RTR)", r.error());
     }

@@ -329,6 +329,7 @@ result<void> hca::nic_vport(clock::time_point by) {
     for (std::size_t i = 0; i < 6; ++i) {
         _mac[i] = std::to_integer<std::uint8_t>(mac[2 + i]);
     }
+    _port_mtu = static_cast<std::uint16_t>(abi::get<QOut::nic_vport_context(ctx::mtu)>(*q));
     using SIn = ifc::query_vport_state_in;
     using SOut = ifc::query_vport_state_out;
     auto st = _queue->exec<SIn, SOut>(command_input<SIn>(ifc::opcode::query_vport_state), by);
@@ -337,6 +338,24 @@ result<void> hca::nic_vport(clock::time_point by) {
     }
     _port_up = abi::get<SOut::state>(*st) == static_cast<std::uint8_t>(ifc::vport_state::up);
     return {};
+}
+
+ifc::qpc_mtu hca::path_mtu() const noexcept {
+    constexpr int roce_headers = 40 + 8 + 12 + 4 + 28 + 4;  // kernel iboe_get_mtu
+    const int room = int{_port_mtu} - roce_headers;
+    if (_port_mtu == 0) {
+        return ifc::qpc_mtu::bytes_1k;
+    }
+    if (room >= 4096) {
+        return ifc::qpc_mtu::bytes_4k;
+    }
+    if (room >= 2048) {
+        return ifc::qpc_mtu::bytes_2k;
+    }
+    if (room >= 1024) {
+        return ifc::qpc_mtu::bytes_1k;
+    }
+    return room >= 512 ? ifc::qpc_mtu::bytes_512 : ifc::qpc_mtu::bytes_256;
 }
 
 result<void> hca::gid(clock::time_point by) {

@@ -51,6 +51,7 @@
 #include <string_view>
 #include <vector>
 
+#include "abi/mlx5/ifc/qp.hpp"
 #include "driver/function.hpp"
 #include "firmware/mlx5/capabilities.hpp"
 #include "firmware/mlx5/command_queue.hpp"
@@ -161,6 +162,12 @@ public:
     const hca_caps& caps() const noexcept { return _caps; }
     bool port_up() const noexcept { return _port_up.load(); }
     std::array<std::uint8_t, 6> mac() const noexcept { return _mac; }
+    // The port's Ethernet MTU (nic_vport_context.mtu), and the RoCE path MTU that fits in it:
+    // the largest of 256..4096 not above the MTU less the RoCE headers' 96 bytes (the kernel's
+    // iboe_get_mtu: GRH 40, UDP 8, BTH 12, XRC 4, AtomicETH 28, ICRC 4). 1500 gives 1024, 9000
+    // gives 4096; an MTU the vport does not report (0) gives 1024.
+    std::uint16_t port_mtu() const noexcept { return _port_mtu; }
+    ::rig::mlx5::ifc::qpc_mtu path_mtu() const noexcept;
     std::vector<gid_entry> gids() const { return _gids; }
     std::uint32_t uar() const noexcept { return _uar.value_or(0); }
     // The command queue and the page supply while the NIC is up; after teardown: misuse
@@ -209,6 +216,7 @@ private:
     firmware_version _version;
     hca_caps _caps;
     std::array<std::uint8_t, 6> _mac{};
+    std::uint16_t _port_mtu = 0;
     std::vector<gid_entry> _gids;
     std::atomic<bool> _port_up{false};
     mutable std::mutex _lock;  // _failure

@@ -292,7 +292,7 @@ void firmware::query_nic_vport_context(call& c) {
         return;
     }
     c.set(Out::nic_vport_context(ctx::roce_en), _roce_en ? 1 : 0);
-    c.set(Out::nic_vport_context(ctx::mtu), 1500);
+    c.set(Out::nic_vport_context(ctx::mtu), _options.port_mtu);
     const auto mac = ctx::permanent_address;
     c.set(Out::nic_vport_context(mac(ifc::mac_address_layout::mac_addr_47_32)),
           std::uint64_t{_mac[0]} << 8 | _mac[1]);

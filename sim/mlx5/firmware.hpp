@@ -48,6 +48,9 @@ struct firmware_options {
     // The port's permanent MAC (nic_vport_context.permanent_address); 0: one is assigned,
     // locally administered and unique within the process (02:52:49:47:xx:xx).
     std::uint64_t mac = 0;
+    // nic_vport_context.mtu: the port's Ethernet MTU. A RoCE port is usually set up for jumbo
+    // frames; 9000 lets a driver choose RoCE path MTU 4096 (1500 would give 1024).
+    std::uint16_t port_mtu = 9000;
     std::uint16_t gid_table_size = 256;  // cmd_hca_cap.gid_table_size = roce_address_table_size
     std::uint8_t log_max_msg = 31;       // messages up to 2^31 bytes (DESIGN.md §2)
     std::uint8_t log_max_ra_req_qp = 4;  // 16 outstanding RDMA READs per QP, as ConnectX

@@ -242,7 +242,7 @@ TEST_CASE("rig-nicsim --capture: the pcap holds the RoCEv2 frames of the traffic
     const auto lines = run_lines("tshark -r " + pcap +
                                  " -T fields -E separator='|' -e eth.src -e eth.dst -e udp.dstport"
                                  " -e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn 2>/dev/null");
-    REQUIRE(lines.size() >= 8);
+    REQUIRE(lines.size() >= 6);  // path MTU 4096: WRITE, SEND, READ request, READ response, 2 ACKs at least
     const std::string mac0 = mac_text(rig::test::nicsim_mac(0)), mac1 = mac_text(rig::test::nicsim_mac(1));
     std::set<unsigned> opcodes;
     bool first_request = true;

@@ -54,6 +54,7 @@ void check_connected(const rig::queue_pair& q, const rig::endpoint& peer) {
     CHECK(info.rgid == bytes16(peer.gid));
     CHECK(info.rmac == bytes6(peer.mac));
     CHECK(info.src_addr_index == 0);
+    CHECK(info.mtu == ifc::qpc_mtu::bytes_4k);  // the model's port MTU 9000 carries RoCE MTU 4096
     CHECK(info.access.remote_read);
     CHECK(info.access.remote_write);
     CHECK(q.connected());
@@ -412,4 +413,24 @@ TEST_CASE("queue pair: fails when the NIC's machine fails; close keeps what the 
     CHECK(nic->closed());
     CHECK_FALSE(nic->stranded().empty());
     CHECK_FALSE(r.registered());
+}
+
+TEST_CASE("queue pair: connect chooses the largest RoCE path MTU the port's Ethernet MTU carries",
+          "[model][mlx5][api]") {
+    // the kernel's iboe_get_mtu: the MTU less 96 bytes of RoCE headers, rounded down to 256 .. 4096
+    for (const auto& [port_mtu, want] : {std::pair{std::uint16_t{9000}, ifc::qpc_mtu::bytes_4k},
+                                        std::pair{std::uint16_t{4200}, ifc::qpc_mtu::bytes_4k},
+                                        std::pair{std::uint16_t{4191}, ifc::qpc_mtu::bytes_2k},
+                                        std::pair{std::uint16_t{1500}, ifc::qpc_mtu::bytes_1k},
+                                        std::pair{std::uint16_t{1119}, ifc::qpc_mtu::bytes_512}}) {
+        INFO("port MTU " << port_mtu);
+        auto o = rig::test::quick_model(0);
+        o.firmware.port_mtu = port_mtu;
+        served_function m(o);
+        auto nic = m.open();
+        auto q = value(nic->make_qp());
+        ok(q.connect(q.local()));
+        CHECK(value(q.query()).mtu == want);
+        ok(nic->close());
+    }
 }
