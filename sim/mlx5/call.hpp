@@ -53,4 +53,21 @@ struct firmware::call {
     void set(abi::field f, std::uint64_t v) { abi::set(out, f, v); }
 };
 
+template <class In, class Out, class Objects, class InUse>
+void firmware::destroy_named(call& c, abi::field number, Objects& objects, InUse in_use) {
+    if (!c.sizes<In, Out>() || !in_state(c, hca_state::initialized)) {
+        return;
+    }
+    const auto n = static_cast<std::uint32_t>(c.get(number));
+    if (!objects.contains(n)) {
+        c.fail(cmd_status::bad_res_state_err, failure::unknown_object);
+        return;
+    }
+    if (in_use(n)) {
+        c.fail(cmd_status::bad_res_state_err, failure::object_in_use);
+        return;
+    }
+    objects.erase(n);
+}
+
 }  // namespace rig::sim::mlx5

@@ -236,6 +236,11 @@ private:
     void query_qp(call& c);
     // The function is in `needed`; otherwise the command fails BAD_SYS_STATE_ERR.
     bool in_state(call& c, hca_state needed);
+    // A DEALLOC_/DESTROY_ command (call.hpp): once its sizes and the function's state allow it,
+    // erases the object the `number` field names in `objects`, unless there is none
+    // (BAD_RES_STATE, unknown object) or in_use(number) (BAD_RES_STATE, object in use).
+    template <class In, class Out, class Objects, class InUse>
+    void destroy_named(call& c, abi::field number, Objects& objects, InUse in_use);
     bool queue_pages(call& c, std::uint8_t log_page_size, std::uint32_t page_offset, std::size_t bytes,
                      abi::field (*entry)(std::size_t), std::vector<std::uint64_t>& pas);
     void drop_objects();

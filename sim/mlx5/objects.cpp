@@ -97,22 +97,10 @@ void firmware::alloc_uar(call& c) {
 }
 
 void firmware::dealloc_uar(call& c) {
-    if (!c.sizes<ifc::dealloc_uar_in, ifc::dealloc_uar_out>() || !in_state(c, hca_state::initialized)) {
-        return;
-    }
-    const auto uar = static_cast<std::uint32_t>(c.get(ifc::dealloc_uar_in::uar));
-    if (!_uars.contains(uar)) {
-        c.fail(cmd_status::bad_res_state_err, failure::unknown_object);
-        return;
-    }
-    const bool used = std::ranges::any_of(_eqs, [&](const auto& e) { return e.second.uar_page == uar; }) ||
-                      std::ranges::any_of(_cqs, [&](const auto& e) { return e.second.uar_page == uar; }) ||
-                      std::ranges::any_of(_qps, [&](const auto& e) { return e.second.uar_page == uar; });
-    if (used) {
-        c.fail(cmd_status::bad_res_state_err, failure::object_in_use);
-        return;
-    }
-    _uars.erase(uar);
+    destroy_named<ifc::dealloc_uar_in, ifc::dealloc_uar_out>(c, ifc::dealloc_uar_in::uar, _uars, [&](std::uint32_t uar) {
+        const auto on_uar = [&](const auto& e) { return e.second.uar_page == uar; };
+        return std::ranges::any_of(_eqs, on_uar) || std::ranges::any_of(_cqs, on_uar) || std::ranges::any_of(_qps, on_uar);
+    });
 }
 
 // ---- PD -----------------------------------------------------------------------------------
@@ -131,20 +119,10 @@ void firmware::alloc_pd(call& c) {
 }
 
 void firmware::dealloc_pd(call& c) {
-    if (!c.sizes<ifc::dealloc_pd_in, ifc::dealloc_pd_out>() || !in_state(c, hca_state::initialized)) {
-        return;
-    }
-    const auto pd = static_cast<std::uint32_t>(c.get(ifc::dealloc_pd_in::pd));
-    if (!_pds.contains(pd)) {
-        c.fail(cmd_status::bad_res_state_err, failure::unknown_object);
-        return;
-    }
-    if (std::ranges::any_of(_mkeys, [&](const auto& m) { return m.second.pd == pd; }) ||
-        std::ranges::any_of(_qps, [&](const auto& q) { return q.second.pd == pd; })) {
-        c.fail(cmd_status::bad_res_state_err, failure::object_in_use);
-        return;
-    }
-    _pds.erase(pd);
+    destroy_named<ifc::dealloc_pd_in, ifc::dealloc_pd_out>(c, ifc::dealloc_pd_in::pd, _pds, [&](std::uint32_t pd) {
+        const auto in_pd = [&](const auto& e) { return e.second.pd == pd; };
+        return std::ranges::any_of(_mkeys, in_pd) || std::ranges::any_of(_qps, in_pd);
+    });
 }
 
 // ---- MKEY (§1.3, §3.4) ----------------------------------------------------------------------
@@ -233,13 +211,8 @@ void firmware::create_mkey(call& c) {
 }
 
 void firmware::destroy_mkey(call& c) {
-    if (!c.sizes<ifc::destroy_mkey_in, ifc::destroy_mkey_out>() || !in_state(c, hca_state::initialized)) {
-        return;
-    }
-    const auto index = static_cast<std::uint32_t>(c.get(ifc::destroy_mkey_in::mkey_index));
-    if (_mkeys.erase(index) == 0) {
-        c.fail(cmd_status::bad_res_state_err, failure::unknown_object);
-    }
+    destroy_named<ifc::destroy_mkey_in, ifc::destroy_mkey_out>(c, ifc::destroy_mkey_in::mkey_index, _mkeys,
+                                                               [](std::uint32_t) { return false; });
 }
 
 const mkey_object* firmware::mkey(std::uint32_t key) const {
@@ -334,19 +307,9 @@ void firmware::create_eq(call& c) {
 }
 
 void firmware::destroy_eq(call& c) {
-    if (!c.sizes<ifc::destroy_eq_in, ifc::destroy_eq_out>() || !in_state(c, hca_state::initialized)) {
-        return;
-    }
-    const auto eqn = static_cast<std::uint32_t>(c.get(ifc::destroy_eq_in::eq_number));
-    if (!_eqs.contains(eqn)) {
-        c.fail(cmd_status::bad_res_state_err, failure::unknown_object);
-        return;
-    }
-    if (std::ranges::any_of(_cqs, [&](const auto& q) { return q.second.eqn == eqn; })) {
-        c.fail(cmd_status::bad_res_state_err, failure::object_in_use);
-        return;
-    }
-    _eqs.erase(eqn);
+    destroy_named<ifc::destroy_eq_in, ifc::destroy_eq_out>(c, ifc::destroy_eq_in::eq_number, _eqs, [&](std::uint32_t eqn) {
+        return std::ranges::any_of(_cqs, [&](const auto& q) { return q.second.eqn == eqn; });
+    });
 }
 
 const eq_object* firmware::eq(std::uint32_t eqn) const {
@@ -408,19 +371,9 @@ void firmware::create_cq(call& c) {
 }
 
 void firmware::destroy_cq(call& c) {
-    if (!c.sizes<ifc::destroy_cq_in, ifc::destroy_cq_out>() || !in_state(c, hca_state::initialized)) {
-        return;
-    }
-    const auto cqn = static_cast<std::uint32_t>(c.get(ifc::destroy_cq_in::cqn));
-    if (!_cqs.contains(cqn)) {
-        c.fail(cmd_status::bad_res_state_err, failure::unknown_object);
-        return;
-    }
-    if (std::ranges::any_of(_qps, [&](const auto& q) { return q.second.cqn_snd == cqn || q.second.cqn_rcv == cqn; })) {
-        c.fail(cmd_status::bad_res_state_err, failure::object_in_use);
-        return;
-    }
-    _cqs.erase(cqn);
+    destroy_named<ifc::destroy_cq_in, ifc::destroy_cq_out>(c, ifc::destroy_cq_in::cqn, _cqs, [&](std::uint32_t cqn) {
+        return std::ranges::any_of(_qps, [&](const auto& q) { return q.second.cqn_snd == cqn || q.second.cqn_rcv == cqn; });
+    });
 }
 
 const cq_object* firmware::cq(std::uint32_t cqn) const {

@@ -147,13 +147,8 @@ void firmware::create_qp(call& c) {
 }
 
 void firmware::destroy_qp(call& c) {
-    if (!c.sizes<ifc::destroy_qp_in, ifc::destroy_qp_out>() || !in_state(c, hca_state::initialized)) {
-        return;
-    }
-    const auto qpn = static_cast<std::uint32_t>(c.get(ifc::destroy_qp_in::qpn));
-    if (_qps.erase(qpn) == 0) {
-        c.fail(cmd_status::bad_res_state_err, failure::unknown_object);
-    }
+    destroy_named<ifc::destroy_qp_in, ifc::destroy_qp_out>(c, ifc::destroy_qp_in::qpn, _qps,
+                                                           [](std::uint32_t) { return false; });
 }
 
 const qp_object* firmware::qp(std::uint32_t qpn) const {
