@@ -37,13 +37,7 @@ bool same(const rig::region& a, std::size_t at, const rig::region& b, std::size_
     return std::memcmp(a.data() + at, b.data() + bt, n) == 0;
 }
 // The oldest entry of `s` completed Ok with `n` bytes.
-void done(rig::queue_pair& q, rig::side s, std::uint32_t n) {
-    auto c = q.wait(s, bound);
-    REQUIRE(c.has_value());
-    INFO((*c ? std::string() : c->error().message));
-    REQUIRE(c->has_value());
-    CHECK(**c == n);
-}
+void done(rig::queue_pair& q, rig::side s, std::uint32_t n) { rig::test::expect_done(q, s, n, bound); }
 
 // a (region ra) and b (region rb), connected: a's operations land in rb.
 void round_trips(rig::queue_pair& a, const rig::region& ra, rig::queue_pair& b, const rig::region& rb) {
@@ -92,23 +86,7 @@ void round_trips(rig::queue_pair& a, const rig::region& ra, rig::queue_pair& b, 
 
 // Two NICs of two functions on one wire, a region of `bytes` on each, a queue pair on each,
 // connected to each other.
-struct two_nics {
-    rig::sim::roce::wire w;
-    served_function m1{rig::test::quick_model(0), &w};
-    served_function m2{rig::test::quick_model(1), &w};
-    std::unique_ptr<rig::nic> n1 = m1.open();
-    std::unique_ptr<rig::nic> n2 = m2.open();
-    rig::region r1, r2;
-    rig::queue_pair a, b;
-    explicit two_nics(std::size_t bytes)
-        : r1(value(n1->allocate(bytes, rig::access::remote))),
-          r2(value(n2->allocate(bytes, rig::access::remote))),
-          a(value(n1->make_qp())),
-          b(value(n2->make_qp())) {
-        ok(a.connect(b.local()));
-        ok(b.connect(a.local()));
-    }
-};
+using two_nics = rig::test::two_served_nics;
 
 }  // namespace
 
