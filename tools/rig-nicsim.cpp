@@ -420,14 +420,10 @@ int main(int argc, char** argv) {
             break;
         }  // else EINTR: look again
     }
-    // Each server's thread stops first (ending its client's session, which resets the function),
-    // then the functions (their firmware and data-path threads use the server's DMA space and
-    // interrupts: function_model::attach), then the servers (removing the sockets). Destroying a
-    // server first let a function thread lock a destroyed mutex (EINVAL, std::terminate).
-    for (auto& srv : servers) {
-        srv->stop();
-    }
-    functions.clear();
+    // Servers first: each ends its client's session (which resets the function) and, before its
+    // DMA space goes, tells the function to stop using it (device::server_closing; without that
+    // a function thread locked a destroyed mutex: EINVAL, std::terminate). Then the functions.
     servers.clear();
+    functions.clear();
     return 0;
 }

@@ -150,6 +150,10 @@ public:
     bool write(unsigned region, std::uint64_t offset, std::span<const std::byte> in) override;
     void reset() override;
     void disconnected() override;
+    // The data path (which caches the server's DMA space) stops, and the firmware thread,
+    // which checks for a server under the lock, finds none: whichever of server and function
+    // goes first, no thread of the function touches a server that is gone.
+    void server_closing() override;
 
     // ---- events (events.cpp) ----
     // Writes one EQE of `type` (data: the 28 event-data bytes, shorter is zero-filled) into the

@@ -137,6 +137,12 @@ void function_model::attach(vu::server& s) {
     _server = &s;
 }
 
+void function_model::server_closing() {
+    _datapath.reset();  // its thread takes _lock: it stops first (as in the destructor)
+    std::lock_guard g(_lock);
+    _server = nullptr;
+}
+
 vu::region_desc function_model::region(unsigned index) {
     vu::region_desc d;
     if (index == vu::config_region) {

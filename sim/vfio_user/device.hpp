@@ -59,6 +59,9 @@ public:
     // disconnected() is called.
     virtual void connected() {}
     virtual void disconnected() {}
+    // The server is being destroyed (its thread has stopped; its DMA space and interrupts still
+    // exist until this returns): a device whose own threads use them stops doing so here.
+    virtual void server_closing() {}
 };
 
 // Page-aligned memory shared with the client by fd: a memfd mapped into the model.

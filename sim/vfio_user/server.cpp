@@ -85,6 +85,7 @@ server::server(std::string path, device& dev, server_options options, int listen
 
 server::~server() {
     stop();
+    _dev.server_closing();  // before the DMA space it may still be using goes
     ::close(_listen);
     ::close(_wake);
     ::unlink(_path.c_str());

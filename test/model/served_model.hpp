@@ -38,13 +38,12 @@ std::vector<std::byte> make(mlx5::ifc::opcode op, std::uint16_t op_mod = 0, std:
     return firmware::mlx5::command_input<In>(op, op_mod, In::size_bytes + extra);
 }
 
-// Teardown order: the client goes, then the server's thread stops (ending its session, which
-// resets the function), then the function model (its threads use the server's DMA space and
-// interrupts: function_model::attach), and only then the server itself.
+// Teardown (reverse order): the client goes, then the server (whose destructor tells the
+// function to stop using its DMA space: device::server_closing), then the function model.
 struct served_model {
     temp_socket sock;
-    std::unique_ptr<sim::vfio_user::server> srv;
     sim::mlx5::function_model fn;
+    std::unique_ptr<sim::vfio_user::server> srv;
     std::unique_ptr<driver::function> f;
 
     explicit served_model(sim::mlx5::function_options o = {}, driver::open_options oo = {}) : fn(o) {
@@ -56,12 +55,6 @@ struct served_model {
         auto opened = driver::open("vfio-user:" + sock.path(), oo);
         REQUIRE(opened.has_value());
         f = std::move(*opened);
-    }
-    ~served_model() {
-        f.reset();
-        if (srv) {
-            srv->stop();
-        }
     }
     served_model(const served_model&) = delete;
     served_model& operator=(const served_model&) = delete;

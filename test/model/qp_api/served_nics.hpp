@@ -30,12 +30,12 @@ inline sim::mlx5::function_options quick_model(std::uint16_t index = 0) {
     return o;
 }
 
-// Teardown: the server's thread stops first (ending a client's session), then the function
-// model, whose threads use the server's DMA space, then the server (served_model's order).
+// Teardown (reverse order): the server first, whose destructor tells the function to stop
+// using its DMA space (device::server_closing), then the function model.
 struct served_function {
     temp_socket sock;
-    std::unique_ptr<sim::vfio_user::server> srv;
     sim::mlx5::function_model fn;
+    std::unique_ptr<sim::vfio_user::server> srv;
 
     // On `w` (which must outlive it), the model runs the entries the API posts (its data path);
     // without one, entries are written and rung but never run.
@@ -48,11 +48,6 @@ struct served_function {
         srv->start();
         if (w != nullptr) {
             fn.attach_wire(*w);
-        }
-    }
-    ~served_function() {
-        if (srv) {
-            srv->stop();
         }
     }
     served_function(const served_function&) = delete;
