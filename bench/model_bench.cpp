@@ -258,7 +258,7 @@ rate write_rate(pair_of_nics& p, std::size_t size, double seconds, std::uint32_t
     const std::size_t span = size < 4096 ? std::size_t{1} << 20 : p.ra.size() / 2;
     std::uint64_t posted = 0, done = 0;
     // With the ring full and nothing completed, give the core up: on a host with fewer cores
-    // than this thread plus the model's two data-path threads, spinning here would measure
+    // than this thread plus the model core (one thread for both functions), spinning here would measure
     // the scheduler, not the model. (With cores to spare nothing else is runnable and the
     // yield returns at once.)
     const auto drain = [&] {

@@ -1,8 +1,6 @@
-// The data path's thread and its following of the firmware's objects (MKEY -> memory region,
+// The data path's pass and its following of the firmware's objects (MKEY -> memory region,
 // QP transitions -> rc_qp); doorbells and WQE fetching are in doorbells.cpp (datapath.hpp).
 #include "sim/mlx5/datapath.hpp"
-
-#include <pthread.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -67,61 +65,25 @@ datapath::datapath(function_model& fn, roce::wire& w) : _fn(fn) {
         m[i] = static_cast<std::byte>(mac[i]);
     }
     _port = w.attach(m);
-    _thread = std::thread([this] { loop(); });
-    // named so that per-thread CPU (top -H, /proc/self/task/*/comm, bench-model) shows the data path
-    const std::string name = "rig-dp-" + std::to_string(_fn._options.function_index);
-    ::pthread_setname_np(_thread.native_handle(), name.substr(0, 15).c_str());
+    _core = &w.core();
+    _core->join(*this);  // last: the core may run a pass at once
 }
 
 datapath::~datapath() {
-    {
-        std::lock_guard g(_stop_lock);
-        _stop = true;
-        _stopping.store(true, std::memory_order_relaxed);
-    }
-    _stop_wake.notify_all();
-    if (_thread.joinable()) {
-        _thread.join();
-    }
+    _core->leave(*this);  // no pass runs after this
     for (auto& [qpn, s] : _qps) {
         drop_qp(s);
     }
 }
 
-void datapath::loop() {
-    auto backoff = min_backoff;
-    auto last_work = roce::clock::now();
-    while (!_stopping.load(std::memory_order_relaxed)) {
-        bool worked = false;
-        roce::clock::time_point now;
-        {
-            std::lock_guard g(_fn._lock);
-            // the time is read once the lock is held: a pass that waited for a command (or the
-            // firmware thread) would otherwise run timers and frame due times on a stale clock
-            now = roce::clock::now();
-            worked = pass(now);
-        }
-        _passes.fetch_add(1, std::memory_order_relaxed);
-        if (worked) {
-            last_work = now;
-            backoff = min_backoff;
-        }
-        if (worked || now - last_work < busy_window) {
-            // Still busy, or lately: look again at once. A doorbell rung within the window is
-            // seen within one pass, not after a sleep (a card's doorbell latency is ~1 us).
-            // The firmware thread shares _lock (EQ doorbells, commands), and a mutex taken back
-            // at once after each pass would starve it: a pass that found nothing yields, a
-            // busy one every 64th time only (the scheduler, CFS/EEVDF, charges each yield as a
-            // spent slice, and on a loaded host a thread that yields per pass starves).
-            if (!worked || (++_spins & 63) == 0) {
-                std::this_thread::yield();
-            }
-            continue;
-        }
-        std::unique_lock s(_stop_lock);
-        _stop_wake.wait_for(s, backoff, [this] { return _stop; });
-        backoff = std::min(backoff * 2, max_backoff);
-    }
+bool datapath::step() noexcept {
+    std::lock_guard g(_fn._lock);
+    // the time is read once the lock is held: a pass that waited for a command (or the
+    // firmware thread) would otherwise run timers and frame due times on a stale clock
+    const auto now = roce::clock::now();
+    const bool worked = pass(now);
+    _passes.fetch_add(1, std::memory_order_relaxed);
+    return worked;
 }
 
 bool datapath::pass(roce::clock::time_point now) {

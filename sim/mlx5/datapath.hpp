@@ -3,10 +3,10 @@
 // function's RC queue pairs, carried by the family-neutral RC engine (sim/roce) over a wire
 // (reference mlx5.md §4.1-§4.6; DESIGN.md §4, §6).
 //
-// One thread per function (started by function_model::attach_wire) runs passes. Each pass holds
-// the function model's lock, so commands and the data path never interleave: a pass that starts
-// after DESTROY_QP (or DESTROY_MKEY, 2RST, 2ERR) has run sees its effect before it moves a
-// byte. A pass:
+// The wire's model core (sim/roce/model_core.hpp), one thread for every function of the wire,
+// runs passes of this function's data path, one per round (step). Each pass holds the function
+// model's lock, so commands and the data path never interleave: a pass that starts after
+// DESTROY_QP (or DESTROY_MKEY, 2RST, 2ERR) has run sees its effect before it moves a byte. A pass:
 //  1. follows the firmware's object tables when a command ran since the last pass (or the
 //     function was reset): MKEYs become sim::roce::memory regions (key, pd, va, length, rights,
 //     MTT pages); QPs in RTR/RTS/ERR get an rc_qp configured from their stored qpc (the rc_qp
@@ -21,9 +21,7 @@
 //  4. runs the RC engine (frames in, timers, frames out);
 //  5. turns the rc_qps' completions into CQE64s in the CQ buffers (cqe.cpp), owner bit by
 //     pass over the ring, and posts one COMP EQE to an armed CQ, which it disarms.
-// After its last pass that did something the thread keeps polling for busy_window (100 us), so
-// a doorbell rung then is seen within a pass; after that, idle passes back off (20 us doubling
-// to 1 ms) as the firmware thread does for EQ doorbells, so an idle model costs no core.
+// The core paces the rounds (busy polling, then backoff when idle: model_core.hpp).
 // Files: datapath.cpp (thread, objects), doorbells.cpp (steps 2-3), wqe.cpp (parsing),
 // cqe.cpp (step 5).
 //
@@ -32,20 +30,18 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "abi/roce/packet.hpp"
 #include "sim/roce/engine.hpp"
 #include "sim/roce/memory.hpp"
+#include "sim/roce/model_core.hpp"
 #include "sim/roce/rc_qp.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/roce/work.hpp"
@@ -81,16 +77,14 @@ parsed_send parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, 
 // MLX5_INVALID_LKEY). false: malformed (more than 16 segments, or a zero lkey).
 bool parse_receive_wqe(std::span<const std::byte> wqe, std::uint32_t index, roce::receive_request& out) noexcept;
 
-class datapath {
+class datapath final : public roce::station {
 public:
-    static constexpr std::chrono::microseconds busy_window{100};
-    static constexpr std::chrono::microseconds min_backoff{20};
-    static constexpr std::chrono::microseconds max_backoff{1000};
-
-    // Attaches a port under the function's MAC and starts the thread. Misuse (the MAC already on
-    // the wire) throws std::invalid_argument.
+    // Attaches a port under the function's MAC and joins the wire's model core. Misuse (the MAC
+    // already on the wire) throws std::invalid_argument. May be made with the function's lock held.
     datapath(function_model& fn, roce::wire& w);
-    ~datapath();  // stops the thread; the port leaves the wire
+    // Leaves the core (no pass runs after), then the port leaves the wire. Never with the
+    // function's lock held: the core may be waiting for it.
+    ~datapath();
     datapath(const datapath&) = delete;
     datapath& operator=(const datapath&) = delete;
 
@@ -98,6 +92,9 @@ public:
     std::uint64_t passes() const noexcept { return _passes.load(std::memory_order_relaxed); }
     std::uint64_t wqes_fetched() const noexcept { return _wqes.load(std::memory_order_relaxed); }
     std::uint64_t cqes_written() const noexcept { return _cqes.load(std::memory_order_relaxed); }
+
+    // One pass, with the function model's lock held (roce::station).
+    bool step() noexcept override;
 
 private:
     // What INIT2RTR and RTR2RTS connected an rc_qp to. A QP whose stored qpc names another
@@ -129,7 +126,6 @@ private:
         std::uint32_t room = 0;
     };
 
-    void loop();
     // all with the function model's lock held
     bool pass(roce::clock::time_point now);
     void follow_objects();
@@ -163,12 +159,7 @@ private:
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};
     std::atomic<std::uint64_t> _cqes{0};
-    std::mutex _stop_lock;
-    std::condition_variable _stop_wake;
-    bool _stop = false;
-    std::atomic<bool> _stopping{false};  // _stop, read by the loop without the lock
-    std::uint32_t _spins = 0;            // busy passes, for the loop's occasional yield
-    std::thread _thread;  // last
+    roce::model_core* _core = nullptr;  // the wire's; joined last in the constructor
 };
 
 }  // namespace rig::sim::mlx5

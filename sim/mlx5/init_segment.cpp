@@ -121,7 +121,7 @@ function_model::function_model(function_options options)
 }
 
 function_model::~function_model() {
-    _datapath.reset();  // its thread takes _lock: it stops first
+    _datapath.reset();  // its pass takes _lock: it leaves the model core first
     {
         std::lock_guard g(_lock);
         _stop = true;
@@ -138,7 +138,7 @@ void function_model::attach(vu::server& s) {
 }
 
 void function_model::server_closing() {
-    _datapath.reset();  // its thread takes _lock: it stops first (as in the destructor)
+    _datapath.reset();  // its pass takes _lock: it leaves the model core first (as in the destructor)
     std::lock_guard g(_lock);
     _server = nullptr;
 }

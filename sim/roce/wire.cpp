@@ -169,6 +169,14 @@ wire::~wire() {
     capture("");
 }
 
+model_core& wire::core() {
+    std::lock_guard g(_core_lock);
+    if (!_core) {
+        _core = std::make_unique<model_core>();
+    }
+    return *_core;
+}
+
 std::unique_ptr<port> wire::attach(const mac_address& mac) {
     if ((static_cast<std::uint8_t>(mac[0]) & 1) != 0) {
         throw std::invalid_argument("roce::wire::attach: " + mac_text(mac) + " is a multicast address");

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "abi/roce/packet.hpp"
+#include "sim/roce/model_core.hpp"
 
 namespace rig::sim::roce {
 
@@ -156,6 +157,9 @@ public:
     bool capture(const std::string& path);
 
     wire_counters counters() const;
+    // The model core (model_core.hpp) that runs the data path of every function on this wire,
+    // made on first use: one thread for the whole switch.
+    model_core& core();
     // Frames a transmit can still take: free ones, and those the pool may still grow by (frames a
     // receiver released since its last receive that found nothing are not counted yet).
     std::size_t free_frames() const;
@@ -189,6 +193,9 @@ private:
         std::atomic<std::uint64_t> transmitted{0}, delivered{0}, dropped{0}, duplicated{0}, no_route{0}, overflow{0};
     };
     atomic_counters _counters;
+
+    std::mutex _core_lock;
+    std::unique_ptr<model_core> _core;  // last: its thread stops before the rest goes
 };
 
 }  // namespace rig::sim::roce

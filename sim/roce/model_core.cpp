@@ -1,0 +1,90 @@
+#include "sim/roce/model_core.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace rig::sim::roce {
+
+model_core::model_core(std::string name) : _name(std::move(name)) {
+    _thread = std::thread([this] { loop(); });
+    ::pthread_setname_np(_thread.native_handle(), _name.substr(0, 15).c_str());
+}
+
+model_core::~model_core() {
+    {
+        std::lock_guard g(_list_lock);
+        _stop = true;
+        _stopping.store(true, std::memory_order_relaxed);
+    }
+    _wake.notify_all();
+    _thread.join();
+}
+
+void model_core::join(station& s) {
+    std::lock_guard g(_list_lock);
+    if (std::ranges::find(_joining, &s) != _joining.end() || std::ranges::find(_stations, &s) != _stations.end()) {
+        throw std::invalid_argument("model_core::join: the station has already joined " + _name);
+    }
+    _joining.push_back(&s);
+    _wake.notify_all();
+}
+
+void model_core::leave(station& s) noexcept {
+    std::lock_guard r(_round_lock);  // no step runs past here
+    std::lock_guard g(_list_lock);
+    std::erase(_stations, &s);
+    std::erase(_joining, &s);
+}
+
+bool model_core::round() {
+    std::lock_guard r(_round_lock);
+    {
+        std::lock_guard g(_list_lock);
+        if (!_joining.empty()) {
+            _stations.insert(_stations.end(), _joining.begin(), _joining.end());
+            _joining.clear();
+        }
+    }
+    bool worked = false;
+    for (station* s : _stations) {
+        worked |= s->step();
+    }
+    _rounds.fetch_add(1, std::memory_order_relaxed);
+    return worked;
+}
+
+void model_core::loop() {
+    auto backoff = min_backoff;
+    auto last_work = std::chrono::steady_clock::now();
+    while (!_stopping.load(std::memory_order_relaxed)) {
+        const bool worked = round();
+        const auto now = std::chrono::steady_clock::now();
+        if (worked) {
+            last_work = now;
+            backoff = min_backoff;
+        }
+        if (worked || now - last_work < busy_window) {
+            // see model_core.hpp: yield when idle, and every 64th busy round
+            if (!worked || (++_busy_rounds & 63) == 0) {
+                std::this_thread::yield();
+            }
+            continue;
+        }
+        std::unique_lock g(_list_lock);
+        if (_stations.empty() && _joining.empty()) {
+            // nothing to run: sleep until a station joins (leave() holds _round_lock, not this)
+            _wake.wait(g, [this] { return _stop || !_joining.empty(); });
+        } else {
+            _wake.wait_for(g, backoff, [this] { return _stop || !_joining.empty(); });
+            backoff = std::min(backoff * 2, max_backoff);
+        }
+        if (!_joining.empty()) {  // a new station: look at it busily, as after work
+            last_work = std::chrono::steady_clock::now();
+            backoff = min_backoff;
+        }
+    }
+}
+
+}  // namespace rig::sim::roce

@@ -1,0 +1,87 @@
+#pragma once
+// One model core: the single thread that runs the data path of every function attached to a
+// wire. A function's data path is a `station`; the core calls each station's step() in turn,
+// round after round, so that a frame one function transmits is received by its peer within
+// the same round, on the same CPU, with the frame still in its cache. One thread instead of
+// one per function also means that the switch's locks are never contended (the sender and the
+// receiver are the same thread) and that a host with few cores does not run more spinning
+// model threads than it has cores (issue 5: "with one model core").
+//
+// Pacing: after a round that did something the core runs the next at once; it keeps polling
+// for busy_window after the last such round, so a doorbell rung then is seen within a round
+// (a card's doorbell latency is about 1 us). After that idle rounds back off (20 us doubling
+// to 1 ms), as the firmware thread does for EQ doorbells, so an idle model costs no core.
+// Each station's step takes its function's lock, which that function's firmware thread
+// shares: a round that found nothing yields the CPU, and a busy core yields every 64th round,
+// so that a waiting command gets the lock (a mutex taken back at once after its release would
+// starve the waiter; CFS/EEVDF charge a yield as a spent slice, so a per-round yield on a busy
+// core would starve the core instead).
+//
+// Threading: join and leave may be called from any thread but the core's own. leave returns
+// once the station's step is not running and will not run again; it must not be called with
+// a lock that a step takes (the function's lock), as the core may be waiting for that lock.
+// join never waits for a round, so it may be called with that lock held.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rig::sim::roce {
+
+class station {
+public:
+    // One pass of this station's data path; whether it did anything (moved a frame, fetched an
+    // entry, wrote a completion). Called by the core's thread only. Must not throw.
+    virtual bool step() noexcept = 0;
+
+protected:
+    station() = default;
+    ~station() = default;
+    station(const station&) = default;
+    station& operator=(const station&) = default;
+};
+
+class model_core {
+public:
+    static constexpr std::chrono::microseconds busy_window{100};
+    static constexpr std::chrono::microseconds min_backoff{20};
+    static constexpr std::chrono::microseconds max_backoff{1000};
+
+    // `name`: the thread's name (15 characters at most are kept), seen by top -H and benchmarks.
+    explicit model_core(std::string name = "rig-model");
+    ~model_core();  // stops the thread; every station must have left
+    model_core(const model_core&) = delete;
+    model_core& operator=(const model_core&) = delete;
+
+    // Adds `s` to the rounds (the thread starts with the first station). Misuse (`s` already
+    // joined) throws std::invalid_argument.
+    void join(station& s);
+    // Removes `s`; returns when no step of it runs. A station that is not joined: nothing.
+    void leave(station& s) noexcept;
+
+    std::uint64_t rounds() const noexcept { return _rounds.load(std::memory_order_relaxed); }
+
+private:
+    void loop();
+    bool round();
+
+    const std::string _name;
+    // Held by the thread for a whole round: leave() takes it to know no step runs.
+    std::mutex _round_lock;
+    std::vector<station*> _stations;  // guarded by _round_lock and _list_lock (both to change it)
+    // Short-held, never while a step runs: join() and the sleeping thread use it.
+    std::mutex _list_lock;
+    std::condition_variable _wake;
+    std::vector<station*> _joining;  // guarded by _list_lock; moved to _stations by the thread
+    bool _stop = false;              // guarded by _list_lock
+    std::atomic<bool> _stopping{false};
+    std::atomic<std::uint64_t> _rounds{0};
+    std::uint32_t _busy_rounds = 0;  // the thread's own: for the yield every 64th busy round
+    std::thread _thread;
+};
+
+}  // namespace rig::sim::roce
