@@ -54,9 +54,9 @@ public:
     // VFIO_USER_DEVICE_RESET. DMA windows and interrupt wiring are the client's and stay.
     virtual void reset() = 0;
 
-    // A client came / went. Device state survives a client (spec "Socket Disconnection
-    // Behavior"); the server has already dropped the client's DMA windows and eventfds when
-    // disconnected() is called.
+    // A client came / went. The server drops the client's DMA windows and eventfds (spec
+    // "Socket Disconnection Behavior") right after disconnected() returns, so a device stops its
+    // DMA here (the mlx5 model resets, as vfio-pci resets a device on its last close).
     virtual void connected() {}
     virtual void disconnected() {}
     // The server is being destroyed (its thread has stopped; its DMA space and interrupts still

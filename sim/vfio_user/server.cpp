@@ -147,10 +147,13 @@ void server::serve(int conn) {
         s.run();
         _dma.set_in_band(nullptr, {});
     }
-    // spec "Socket Disconnection Behavior": the client's memory and fds go, the device stays
+    // spec "Socket Disconnection Behavior": the client's memory and fds go, the device stays.
+    // The device is told first, as vfio-pci resets a device on its last close before the IOMMU
+    // mappings go: a data path still running would otherwise DMA into windows being unmapped
+    // (faults answered as remote access errors to its peers) instead of stopping with a reset.
+    _dev.disconnected();
     _dma.unmap_all();
     drop_irqs();
-    _dev.disconnected();
     ::close(conn);
     log().debug("vfio-user server {}: client gone", _path);
     _connected = false;
