@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <shared_mutex>
 #include <stdexcept>
 
 #include "sim/vfio_user/log.hpp"

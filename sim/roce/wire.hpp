@@ -20,7 +20,8 @@
 // releases the frames it received.
 //
 // Per frame on the wire, without capture or random faults: one pool lock to allocate, a shared
-// config lock and one queue lock to forward, and relaxed atomic counters. The receiver takes
+// config lock and one queue lock to forward (spin locks: spin_lock.hpp; with one model core
+// they are never contended), and relaxed atomic counters. The receiver takes
 // every due frame of its queue under one queue lock into a list of its own, and gives released
 // frames back to the pool in batches (at `release_batch` frames, and whenever a receive finds
 // nothing due), so the sender and the receiver rarely meet on a lock.
@@ -32,13 +33,13 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "abi/roce/packet.hpp"
 #include "sim/roce/model_core.hpp"
+#include "sim/roce/spin_lock.hpp"
 
 namespace rig::sim::roce {
 
@@ -114,7 +115,7 @@ private:
 
     wire& _wire;
     const mac_address _mac;
-    mutable std::mutex _queue_lock;
+    mutable spin_lock _queue_lock;
     frame* _head = nullptr;  // earliest due
     frame* _tail = nullptr;
     std::size_t _queued = 0;  // in _head.._tail
@@ -175,13 +176,13 @@ private:
 
     const std::size_t _queue_limit;
     const std::size_t _pool_limit;
-    mutable std::mutex _pool_lock;
+    mutable spin_lock _pool_lock;
     std::vector<std::unique_ptr<frame[]>> _chunks;
     std::size_t _frames_made = 0;
     frame* _free = nullptr;
     std::size_t _free_count = 0;
 
-    mutable std::shared_mutex _config_lock;  // ports table and fault settings
+    mutable shared_spin_lock _config_lock;  // ports table and fault settings
     std::vector<port*> _ports;
     faults _faults;
 
