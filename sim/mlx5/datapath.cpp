@@ -114,6 +114,8 @@ bool datapath::pass(roce::clock::time_point now) {
     }
     if (_engine) {
         did = _engine->poll(now) || did;
+    } else {
+        did = drop_arrivals(now) || did;
     }
     for (auto& [qpn, s] : _qps) {
         const qp_object* q = _fn._fw.qp(qpn);
@@ -130,6 +132,20 @@ bool datapath::pass(roce::clock::time_point now) {
         }
     }
     return did;
+}
+
+// No RC queue pair yet (a function just reset, or before its first QP reaches RTR): a card
+// drops what arrives for QPs it does not have (IB 9.6: a packet for no QP is silently dropped).
+// Queued frames would otherwise wait, up to the port's limit, and reach the QPs of a later
+// engine: frames sent before a reset to QPNs the firmware hands out again after it.
+bool datapath::drop_arrivals(roce::clock::time_point now) noexcept {
+    std::uint64_t n = 0;
+    while (roce::frame* f = _port->receive(now)) {
+        _port->release(f);
+        ++n;
+    }
+    _dropped.fetch_add(n, std::memory_order_relaxed);
+    return n != 0;
 }
 
 datapath::connection datapath::connection_of(const qp_object& q) {

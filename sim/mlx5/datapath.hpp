@@ -92,6 +92,8 @@ public:
     std::uint64_t passes() const noexcept { return _passes.load(std::memory_order_relaxed); }
     std::uint64_t wqes_fetched() const noexcept { return _wqes.load(std::memory_order_relaxed); }
     std::uint64_t cqes_written() const noexcept { return _cqes.load(std::memory_order_relaxed); }
+    // Frames that arrived while the function had no RC queue pair (dropped, as a card does).
+    std::uint64_t frames_dropped() const noexcept { return _dropped.load(std::memory_order_relaxed); }
 
     // One pass, with the function model's lock held (roce::station).
     bool step() noexcept override;
@@ -132,6 +134,7 @@ private:
     void follow_mkeys();
     void follow_qps();
     void drop_qp(qp_slot& s) noexcept;
+    bool drop_arrivals(roce::clock::time_point now) noexcept;
     bool configure(qp_slot& s, const qp_object& q);
     static connection connection_of(const qp_object& q);
     bool poll_uar_pages();
@@ -159,6 +162,7 @@ private:
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};
     std::atomic<std::uint64_t> _cqes{0};
+    std::atomic<std::uint64_t> _dropped{0};
     roce::model_core* _core = nullptr;  // the wire's; joined last in the constructor
 };
 

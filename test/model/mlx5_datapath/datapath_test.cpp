@@ -600,3 +600,27 @@ TEST_CASE("mlx5 data path: after DESTROY_MKEY its rkey is refused", "[model][mlx
     CHECK(c[0].syndrome == 0x13);  // remote access
     CHECK(b.at(0)[0] == std::byte{0});
 }
+
+TEST_CASE("mlx5 data path: frames for a function without RC queue pairs are dropped, not kept for later ones",
+          "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side f(w);  // up, with a PD, CQ and region, but no QP: no RC engine yet
+    REQUIRE(f.m.fn.data_path() != nullptr);
+    auto raw = w.attach({std::byte{0x02}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0xee}, std::byte{0x01}});
+    const auto mac = f.m.fn.mac();
+    constexpr int frames = 10;
+    for (int i = 0; i < frames; ++i) {
+        rig::sim::roce::frame* fr = raw->allocate();
+        REQUIRE(fr != nullptr);
+        std::memset(fr->bytes.data(), 0x5a, 128);
+        std::memcpy(fr->bytes.data(), mac.data(), mac.size());  // to the function's MAC
+        fr->size = 128;
+        raw->transmit(fr, clk::now());
+    }
+    CHECK(w.counters().delivered == frames);
+    const auto end = clk::now() + 5s;
+    while (f.m.fn.data_path()->frames_dropped() < frames && clk::now() < end) {
+        std::this_thread::sleep_for(1ms);
+    }
+    CHECK(f.m.fn.data_path()->frames_dropped() == frames);
+}
