@@ -14,6 +14,8 @@
 
 namespace rig::sim::vfio_user {
 
+namespace abi = rig::vfio_user::abi;
+
 namespace {
 std::string os_reason(std::string_view call, const std::string& path, int err) {
     std::string m(call);
@@ -158,6 +160,30 @@ void server::serve(int conn) {
     log().debug("vfio-user server {}: client gone", _path);
     _connected = false;
     ++_served;
+}
+
+// A device serves one client at a time (libvfio-user attaches one; a VFIO group or device is
+// opened by one process: a second open is EBUSY). A second client is accepted only to be told
+// so at once: its first message (VERSION) gets an error reply with EBUSY, and the connection
+// closes. Left in the listen backlog it would wait for its VERSION reply until its own timeout.
+// A client that sends nothing within a short grace is closed without a reply (the current
+// client's session waits for this, so the grace is short).
+void server::refuse_second_client() {
+    const int conn = ::accept4(_listen, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) {
+        return;
+    }
+    message m;
+    const auto r = receive_message(conn, m, 4096, _options.max_msg_fds, clock::now() + std::chrono::milliseconds(200),
+                                   _wake);
+    if (r.status == io::ok && (m.hdr.flags & abi::flag_type_mask) == abi::flag_type_command &&
+        (m.hdr.flags & abi::flag_no_reply) == 0) {
+        const abi::header h{m.hdr.msg_id, m.hdr.command, abi::header_size, abi::flag_type_reply | abi::flag_error,
+                            static_cast<std::uint32_t>(EBUSY)};
+        (void)send_message(conn, h, {}, {}, clock::now() + std::chrono::milliseconds(200), _wake);
+    }
+    log().info("vfio-user server {}: a second client refused (EBUSY): one client at a time", _path);
+    ::close(conn);
 }
 
 void server::irq_state::disable() noexcept {

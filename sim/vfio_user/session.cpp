@@ -56,8 +56,8 @@ void session::run() {
     const auto& path = _srv._path;
     while (!_broken) {
         // an idle client may stay as long as it likes; a started message must finish in time
-        pollfd p[2] = {{_conn, POLLIN, 0}, {_srv._wake, POLLIN, 0}};
-        if (::poll(p, 2, -1) < 0) {
+        pollfd p[3] = {{_conn, POLLIN, 0}, {_srv._wake, POLLIN, 0}, {_srv._listen, POLLIN, 0}};
+        if (::poll(p, 3, -1) < 0) {
             if (errno == EINTR) {
                 continue;
             }
@@ -65,6 +65,14 @@ void session::run() {
         }
         if (p[1].revents != 0) {
             return;
+        }
+        if (p[0].revents == 0) {
+            // a second client, refused; the current client's own events go first, so one that
+            // has just left (EOF) ends its session and the newcomer is served, not refused
+            if (p[2].revents != 0) {
+                _srv.refuse_second_client();
+            }
+            continue;
         }
         message m;
         const auto r = receive_message(_conn, m, _max_payload, _srv._options.max_msg_fds,

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <chrono>
 
 #include <catch2/catch.hpp>
 
@@ -125,4 +127,29 @@ TEST_CASE("region: a key the firmware refuses leaves nothing behind", "[model][m
     CHECK(m.srv->dma().window_count() == windows);  // unmapped again
     CHECK(nic->regions() == 0);
     CHECK(nic->stranded().empty());
+}
+
+TEST_CASE("nic: a second open of a function in use is refused at once as busy; the first keeps working",
+          "[model][mlx5][api]") {
+    served_function m;
+    auto first = m.open();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto second = rig::nic::open(m.where());
+    const auto took = std::chrono::steady_clock::now() - t0;
+    REQUIRE_FALSE(second.has_value());
+    INFO(second.error().message);
+    CHECK(second.error().kind == rig::error_kind::os);
+    CHECK_THAT(second.error().message, Catch::Contains("busy") && Catch::Contains("VFIO_USER_VERSION"));
+    CHECK(took < std::chrono::seconds(1));  // told, not left waiting for its own timeout
+    const auto r = value(first->allocate(4096, rig::access::remote));  // the first client is served as before
+    CHECK(r.registered());
+    CHECK(m.fn.objects() >= 3);
+    ok(first->close());
+    first.reset();  // its connection ends
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (m.srv->client_connected() && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    auto third = m.open();  // free again
+    ok(third->close());
 }
