@@ -148,11 +148,43 @@ struct extension_headers {
                (ieth ? ieth::size_bytes : 0) + atomic_bytes;
     }
 };
+// Inline (spec 9.2, tables 38 and 39): every frame the model sends or receives asks them.
 // False for an opcode RC does not define (0x15, 0x18 and up).
-bool known(std::uint8_t op) noexcept;
-extension_headers extensions_of(opcode op) noexcept;
+constexpr bool known(std::uint8_t op) noexcept { return op <= 0x17 && op != 0x15; }
+constexpr extension_headers extensions_of(opcode op) noexcept {
+    extension_headers x;
+    switch (op) {
+    case opcode::write_first:
+    case opcode::write_only:
+    case opcode::read_request: x.reth = true; break;
+    case opcode::write_only_imm: x.reth = x.immdt = true; break;
+    case opcode::send_last_imm:
+    case opcode::send_only_imm:
+    case opcode::write_last_imm: x.immdt = true; break;
+    case opcode::read_response_first:
+    case opcode::read_response_last:
+    case opcode::read_response_only:
+    case opcode::acknowledge: x.aeth = true; break;
+    case opcode::atomic_acknowledge: x.aeth = true; x.atomic_bytes = 8; break;
+    case opcode::compare_swap:
+    case opcode::fetch_add: x.atomic_bytes = 28; break;
+    case opcode::send_last_inv:
+    case opcode::send_only_inv: x.ieth = true; break;
+    default: break;
+    }
+    return x;
+}
 // Whether a packet of this opcode may carry payload.
-bool carries_payload(opcode op) noexcept;
+constexpr bool carries_payload(opcode op) noexcept {
+    switch (op) {
+    case opcode::read_request:
+    case opcode::acknowledge:
+    case opcode::atomic_acknowledge:
+    case opcode::compare_swap:
+    case opcode::fetch_add: return false;
+    default: return true;
+    }
+}
 
 // AETH syndrome (spec 9.7.5.2.1, table 41): bits 6:5 the kind, bits 4:0 its value.
 enum class ack_kind : std::uint8_t { ack = 0, rnr_nak = 1, reserved = 2, nak = 3 };

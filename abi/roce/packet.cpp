@@ -58,9 +58,10 @@ constexpr std::size_t eth_bytes = eth::size_bytes;
 
 std::size_t ip_bytes(bool v4) noexcept { return v4 ? ipv4::size_bytes : ipv6::size_bytes; }
 
-std::uint16_t ipv4_checksum(std::span<const std::byte> h) noexcept {
+// Over the 20-byte header (IHL 5, the only one taken): a loop of constant length, unrolled.
+std::uint16_t ipv4_checksum(std::span<const std::byte, ipv4::size_bytes> h) noexcept {
     std::uint32_t sum = 0;
-    for (std::size_t i = 0; i < h.size(); i += 2) {
+    for (std::size_t i = 0; i < ipv4::size_bytes; i += 2) {
         sum += abi::load_be<std::uint16_t>(h.data() + i);
     }
     while ((sum >> 16) != 0) {
@@ -138,6 +139,54 @@ std::size_t encode(const route& r, const transport& t, std::span<const std::byte
 }
 
 std::size_t encode_headers(const route& r, const transport& t, std::size_t payload_bytes, std::span<std::byte> out) {
+    return route_headers(r).encode_headers(t, payload_bytes, out);
+}
+
+route_headers::route_headers(const route& r) noexcept : _route(r), _v4(is_ipv4_mapped(r.dst_gid)) {
+    if (_v4 != is_ipv4_mapped(r.src_gid)) {
+        _refusal = "source and destination GIDs mix IPv4-mapped and IPv6";
+        return;
+    }
+    if (r.flow_label > 0xfffff) {
+        _refusal = "flow label wider than 20 bits";
+        return;
+    }
+    const std::size_t ip = ip_bytes(_v4);
+    _fixed = eth_bytes + ip + udp::size_bytes;
+    std::span<std::byte> f(_bytes.data(), _fixed);
+    abi::set_bytes(f, eth::dst, r.dst_mac);
+    abi::set_bytes(f, eth::src, r.src_mac);
+    set<eth::ethertype>(f, _v4 ? ethertype_ipv4 : ethertype_ipv6);
+    auto iph = f.subspan(eth_bytes, ip);
+    if (_v4) {
+        set<ipv4::version>(iph, 4);
+        set<ipv4::ihl>(iph, 5);
+        set<ipv4::tos>(iph, r.traffic_class);
+        set<ipv4::flags_fragment>(iph, ipv4_dont_fragment);
+        set<ipv4::ttl>(iph, r.hop_limit);
+        set<ipv4::protocol>(iph, ip_protocol_udp);
+        set<ipv4::src>(iph, abi::load_be<std::uint32_t>(r.src_gid.data() + 12));
+        set<ipv4::dst>(iph, abi::load_be<std::uint32_t>(r.dst_gid.data() + 12));
+        // the 16-bit words summed without folding: each frame adds its total length, then folds
+        for (std::size_t i = 0; i < ip; i += 2) {
+            _ipv4_sum += abi::load_be<std::uint16_t>(iph.data() + i);
+        }
+    } else {
+        set<ipv6::version>(iph, 6);
+        set<ipv6::traffic_class>(iph, r.traffic_class);
+        set<ipv6::flow_label>(iph, r.flow_label);
+        set<ipv6::next_header>(iph, ip_protocol_udp);
+        set<ipv6::hop_limit>(iph, r.hop_limit);
+        abi::set_bytes(iph, ipv6::src, r.src_gid);
+        abi::set_bytes(iph, ipv6::dst, r.dst_gid);
+    }
+    auto uh = f.subspan(eth_bytes + ip, udp::size_bytes);
+    set<udp::src_port>(uh, r.udp_src_port);
+    set<udp::dst_port>(uh, udp_port);
+    // checksum 0: RoCEv2 leaves the UDP checksum unused (annex A17.3.2); the ICRC covers the data
+}
+
+std::size_t route_headers::encode_headers(const transport& t, std::size_t payload_bytes, std::span<std::byte> out) const {
     if (!known(static_cast<std::uint8_t>(t.op))) {
         refuse("opcode " + abi::hex(static_cast<std::uint8_t>(t.op)) + " is not an RC opcode");
     }
@@ -149,106 +198,97 @@ std::size_t encode_headers(const route& r, const transport& t, std::size_t paylo
         refuse("dest_qp, psn and msn are 24-bit: " + abi::hex(t.dest_qp) + ", " + abi::hex(t.psn) + ", " +
                abi::hex(t.msn));
     }
-    const bool v4 = is_ipv4_mapped(r.dst_gid);
-    if (v4 != is_ipv4_mapped(r.src_gid)) {
-        refuse("source and destination GIDs mix IPv4-mapped and IPv6");
+    if (!_refusal.empty()) {
+        if (_route.flow_label > 0xfffff) {
+            refuse("flow label " + abi::hex(_route.flow_label) + " is wider than 20 bits");
+        }
+        refuse(std::string(_refusal));
     }
-    if (r.flow_label > 0xfffff) {
-        refuse("flow label " + abi::hex(r.flow_label) + " is wider than 20 bits");
-    }
-    const std::size_t total = frame_bytes(r, t.op, payload_bytes);
+    const extension_headers x = extensions_of(t.op);
+    const std::size_t headers_end = _fixed + bth::size_bytes + x.bytes();
+    const std::size_t pad = pad_of(payload_bytes);
+    const std::size_t total = headers_end + payload_bytes + pad + icrc_bytes;
     if (out.size() < total) {
         refuse("a " + std::to_string(total) + "-byte frame does not fit " + std::to_string(out.size()) + " bytes");
     }
-    const std::size_t ip = ip_bytes(v4);
+    const std::size_t ip = ip_bytes(_v4);
     const std::size_t udp_len = total - eth_bytes - ip;
     if (udp_len > 0xffff) {
         refuse("UDP length " + std::to_string(udp_len) + " exceeds 65535");
     }
-    std::span<std::byte> f = out.first(total);
-    // zero the headers (reserved fields), then pad and ICRC; the payload's bytes are the caller's
-    const std::size_t headers_end = payload_offset(r, t.op);
-    std::fill(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(headers_end), std::byte{0});
-    std::fill(f.begin() + static_cast<std::ptrdiff_t>(headers_end + payload_bytes), f.end(), std::byte{0});
-
-    abi::set_bytes(f, eth::dst, r.dst_mac);
-    abi::set_bytes(f, eth::src, r.src_mac);
-    set<eth::ethertype>(f, v4 ? ethertype_ipv4 : ethertype_ipv6);
-
-    auto iph = f.subspan(eth_bytes, ip);
-    if (v4) {
-        set<ipv4::version>(iph, 4);
-        set<ipv4::ihl>(iph, 5);
-        set<ipv4::tos>(iph, r.traffic_class);
-        set<ipv4::total_length>(iph, ip + udp_len);
-        set<ipv4::flags_fragment>(iph, ipv4_dont_fragment);
-        set<ipv4::ttl>(iph, r.hop_limit);
-        set<ipv4::protocol>(iph, ip_protocol_udp);
-        set<ipv4::src>(iph, abi::load_be<std::uint32_t>(r.src_gid.data() + 12));
-        set<ipv4::dst>(iph, abi::load_be<std::uint32_t>(r.dst_gid.data() + 12));
-        set<ipv4::checksum>(iph, ipv4_checksum(iph));
+    // The fixed headers as laid out, then every other header byte written whole, each field's
+    // word composed in a register (no read-modify-write of bytes just copied: a load that
+    // straddles fresh stores waits for them), then the pad and the ICRC zeroed; the payload's
+    // bytes are the caller's. Layouts: headers.hpp (spec 9.2 BTH, 9.3 extension headers).
+    std::byte* f = out.data();
+    std::memcpy(f, _bytes.data(), _fixed);
+    std::byte* iph = f + eth_bytes;
+    if (_v4) {
+        const auto total_length = static_cast<std::uint32_t>(ip + udp_len);
+        std::uint32_t sum = _ipv4_sum + total_length;
+        while ((sum >> 16) != 0) {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        abi::store_be<std::uint16_t>(iph + ipv4::total_length.byte_offset(), static_cast<std::uint16_t>(total_length));
+        abi::store_be<std::uint16_t>(iph + ipv4::checksum.byte_offset(), static_cast<std::uint16_t>(~sum & 0xffff));
     } else {
-        set<ipv6::version>(iph, 6);
-        set<ipv6::traffic_class>(iph, r.traffic_class);
-        set<ipv6::flow_label>(iph, r.flow_label);
-        set<ipv6::payload_length>(iph, udp_len);
-        set<ipv6::next_header>(iph, ip_protocol_udp);
-        set<ipv6::hop_limit>(iph, r.hop_limit);
-        abi::set_bytes(iph, ipv6::src, r.src_gid);
-        abi::set_bytes(iph, ipv6::dst, r.dst_gid);
+        abi::store_be<std::uint16_t>(iph + ipv6::payload_length.byte_offset(), static_cast<std::uint16_t>(udp_len));
     }
+    abi::store_be<std::uint16_t>(iph + ip + udp::length.byte_offset(), static_cast<std::uint16_t>(udp_len));
 
-    auto uh = f.subspan(eth_bytes + ip, udp::size_bytes);
-    set<udp::src_port>(uh, r.udp_src_port);
-    set<udp::dst_port>(uh, udp_port);
-    set<udp::length>(uh, udp_len);
-    // checksum 0: RoCEv2 leaves the UDP checksum unused (annex A17.3.2); the ICRC covers the data
-
-    std::size_t at = eth_bytes + ip + udp::size_bytes;
-    auto b = f.subspan(at, bth::size_bytes);
-    set<bth::opcode>(b, static_cast<std::uint8_t>(t.op));
-    set<bth::se>(b, t.solicited ? 1 : 0);
-    set<bth::pad_count>(b, pad_of(payload_bytes));
-    set<bth::pkey>(b, t.pkey);
-    set<bth::fecn>(b, t.fecn ? 1 : 0);
-    set<bth::becn>(b, t.becn ? 1 : 0);
-    set<bth::dest_qp>(b, t.dest_qp);
-    set<bth::ack_req>(b, t.ack_req ? 1 : 0);
-    set<bth::psn>(b, t.psn);
-    at += bth::size_bytes;
-
-    const extension_headers x = extensions_of(t.op);
+    std::byte* b = f + _fixed;
+    static_assert(bth::opcode.off == 0 && bth::se.off == 8 && bth::pad_count.off == 10 && bth::tver.off == 12 &&
+                  bth::pkey.off == 16 && bth::fecn.off == 32 && bth::becn.off == 33 && bth::dest_qp.off == 40 &&
+                  bth::ack_req.off == 64 && bth::psn.off == 72, "BTH word layout");
+    abi::store_be<std::uint32_t>(b, std::uint32_t{static_cast<std::uint8_t>(t.op)} << 24 |
+                                        std::uint32_t{t.solicited} << 23 | static_cast<std::uint32_t>(pad) << 20 |
+                                        t.pkey);   // MigReq 0, TVer 0
+    abi::store_be<std::uint32_t>(b + 4, std::uint32_t{t.fecn} << 31 | std::uint32_t{t.becn} << 30 | t.dest_qp);
+    abi::store_be<std::uint32_t>(b + 8, std::uint32_t{t.ack_req} << 31 | t.psn);
+    std::byte* e = b + bth::size_bytes;
     if (x.reth) {
-        auto e = f.subspan(at, reth::size_bytes);
-        set<reth::va>(e, t.va);
-        set<reth::rkey>(e, t.rkey);
-        set<reth::dma_length>(e, t.dma_length);
-        at += reth::size_bytes;
+        abi::store_be<std::uint64_t>(e, t.va);
+        abi::store_be<std::uint32_t>(e + 8, t.rkey);
+        abi::store_be<std::uint32_t>(e + 12, t.dma_length);
+        e += reth::size_bytes;
     }
     if (x.aeth) {
-        auto e = f.subspan(at, aeth::size_bytes);
-        set<aeth::syndrome>(e, t.syndrome);
-        set<aeth::msn>(e, t.msn);
-        at += aeth::size_bytes;
+        abi::store_be<std::uint32_t>(e, std::uint32_t{t.syndrome} << 24 | t.msn);
+        e += aeth::size_bytes;
     }
     if (x.immdt) {
-        set<immdt::immediate>(f.subspan(at, immdt::size_bytes), t.immediate);
-        at += immdt::size_bytes;
+        abi::store_be<std::uint32_t>(e, t.immediate);
+        e += immdt::size_bytes;
     }
     if (x.ieth) {
-        set<ieth::rkey>(f.subspan(at, ieth::size_bytes), t.invalidate_rkey);
-        at += ieth::size_bytes;
+        abi::store_be<std::uint32_t>(e, t.invalidate_rkey);
+        e += ieth::size_bytes;
     }
     // atomics' extension bytes are left zero: atomics are not generated by Rig
+    std::memset(e, 0, x.atomic_bytes);
+    std::memset(f + headers_end + payload_bytes, 0, pad + icrc_bytes);
     return total;
 }
 
 std::expected<decoded, decode_error> decode(std::span<const std::byte> f, icrc_check check) noexcept {
+    decoded d;
+    if (auto done = decode_into(f, d, check); !done) {
+        return std::unexpected(done.error());
+    }
+    return d;
+}
+
+std::expected<void, decode_error> decode_into(std::span<const std::byte> f, decoded& d, icrc_check check) noexcept {
     using E = decode_error;
     if (f.size() < eth_bytes + ipv4::size_bytes + udp::size_bytes + bth::size_bytes + icrc_bytes) {
         return std::unexpected(E::truncated);
     }
-    decoded d;
+    // what only some frames carry starts as a fresh `decoded` has it
+    d.net.flow_label = 0;
+    d.bth.va = 0;
+    d.bth.rkey = d.bth.dma_length = 0;
+    d.bth.syndrome = 0;
+    d.bth.msn = d.bth.immediate = d.bth.invalidate_rkey = 0;
     std::memcpy(d.net.dst_mac.data(), f.data(), 6);
     std::memcpy(d.net.src_mac.data(), f.data() + 6, 6);
     const auto type = get<eth::ethertype>(f);
@@ -263,7 +303,7 @@ std::expected<decoded, decode_error> decode(std::span<const std::byte> f, icrc_c
     auto iph = f.subspan(eth_bytes, ip);
     std::size_t ip_total = 0;
     if (v4) {
-        if (get<ipv4::version>(iph) != 4 || get<ipv4::ihl>(iph) != 5 || ipv4_checksum(iph) != 0 ||
+        if (get<ipv4::version>(iph) != 4 || get<ipv4::ihl>(iph) != 5 || ipv4_checksum(iph.first<ipv4::size_bytes>()) != 0 ||
             (get<ipv4::flags_fragment>(iph) & 0x3fff) != 0) {
             return std::unexpected(E::bad_ip_header);
         }
@@ -273,6 +313,8 @@ std::expected<decoded, decode_error> decode(std::span<const std::byte> f, icrc_c
         ip_total = get<ipv4::total_length>(iph);
         d.net.traffic_class = static_cast<std::uint8_t>(get<ipv4::tos>(iph));
         d.net.hop_limit = static_cast<std::uint8_t>(get<ipv4::ttl>(iph));
+        d.net.src_gid = gid{};
+        d.net.dst_gid = gid{};
         d.net.src_gid[10] = d.net.src_gid[11] = d.net.dst_gid[10] = d.net.dst_gid[11] = std::byte{0xff};
         std::memcpy(d.net.src_gid.data() + 12, iph.data() + 12, 4);
         std::memcpy(d.net.dst_gid.data() + 12, iph.data() + 16, 4);
@@ -362,47 +404,10 @@ std::expected<decoded, decode_error> decode(std::span<const std::byte> f, icrc_c
         return std::unexpected(E::bad_icrc);
     }
     d.payload = f.subspan(at, body - pad);
-    return d;
+    return {};
 }
 
 // ---- opcode tables (spec 9.2, tables 38 and 39) ------------------------------------------------
-
-bool known(std::uint8_t op) noexcept { return op <= 0x17 && op != 0x15; }
-
-extension_headers extensions_of(opcode op) noexcept {
-    extension_headers x;
-    switch (op) {
-    case opcode::write_first:
-    case opcode::write_only:
-    case opcode::read_request: x.reth = true; break;
-    case opcode::write_only_imm: x.reth = x.immdt = true; break;
-    case opcode::send_last_imm:
-    case opcode::send_only_imm:
-    case opcode::write_last_imm: x.immdt = true; break;
-    case opcode::read_response_first:
-    case opcode::read_response_last:
-    case opcode::read_response_only:
-    case opcode::acknowledge: x.aeth = true; break;
-    case opcode::atomic_acknowledge: x.aeth = true; x.atomic_bytes = 8; break;
-    case opcode::compare_swap:
-    case opcode::fetch_add: x.atomic_bytes = 28; break;
-    case opcode::send_last_inv:
-    case opcode::send_only_inv: x.ieth = true; break;
-    default: break;
-    }
-    return x;
-}
-
-bool carries_payload(opcode op) noexcept {
-    switch (op) {
-    case opcode::read_request:
-    case opcode::acknowledge:
-    case opcode::atomic_acknowledge:
-    case opcode::compare_swap:
-    case opcode::fetch_add: return false;
-    default: return true;
-    }
-}
 
 std::string_view to_string(opcode op) noexcept {
     switch (op) {

@@ -70,6 +70,32 @@ std::size_t encode_headers(const route& r, const transport& t, std::size_t paylo
 std::size_t payload_offset(const route& r, opcode op) noexcept;
 void seal(std::span<std::byte> frame) noexcept;
 
+// encode_headers() for a sender that sends many frames on one route (a queue pair): the
+// Ethernet, IP and UDP headers, which only their length fields (and the IPv4 checksum) tell
+// apart from frame to frame, are laid out once, here; each frame copies them and writes the
+// lengths, the checksum (from the sum of the fixed words, RFC 1071's incremental form) and its
+// BTH and extension headers. Same bytes, same misuse checks as encode_headers(r, ...) (which
+// is this, made for one frame): a route that cannot be encoded is kept with refusal() saying
+// why, and each encode_headers() then throws as encode_headers(r, ...) does.
+class route_headers {
+public:
+    explicit route_headers(const route& r) noexcept;
+    const route& net() const noexcept { return _route; }
+    // Empty, or why no frame can take this route (GIDs mixing IPv4-mapped and IPv6, a flow
+    // label over 20 bits).
+    std::string_view refusal() const noexcept { return _refusal; }
+    std::size_t payload_offset(opcode op) const noexcept { return _fixed + bth::size_bytes + extensions_of(op).bytes(); }
+    std::size_t encode_headers(const transport& t, std::size_t payload_bytes, std::span<std::byte> out) const;
+
+private:
+    route _route;
+    bool _v4 = true;
+    std::size_t _fixed = 0;  // Ethernet + IP + UDP bytes
+    std::array<std::byte, 14 + 40 + 8> _bytes{};  // those headers, lengths and checksum zero
+    std::uint32_t _ipv4_sum = 0;  // IPv4 header words summed, total length and checksum zero
+    std::string_view _refusal;
+};
+
 // Why a frame is not a RoCEv2 packet this decoder takes. A receiver drops such frames silently
 // (spec 9.6: packets failing header or ICRC checks are discarded, no NAK).
 enum class decode_error {
@@ -98,6 +124,11 @@ struct decoded {
 // takes the four bytes as the ICRC's place.
 enum class icrc_check : bool { skip, verify };
 std::expected<decoded, decode_error> decode(std::span<const std::byte> frame, icrc_check icrc = icrc_check::verify) noexcept;
+// decode() into `out`, for a receiver that decodes every frame into one place: the result is
+// not copied out of an std::expected (a copy that cost a 4 KiB frame's receiver as much as the
+// rest of the decode). On an error `out` holds whatever was decoded before it.
+std::expected<void, decode_error> decode_into(std::span<const std::byte> frame, decoded& out,
+                                              icrc_check icrc = icrc_check::verify) noexcept;
 
 // The invariant CRC of a frame whose last four bytes are the ICRC (or will be): CRC-32 (IEEE
 // 802.3) over 64 one-bits standing for the absent LRH, the IP header with its variant fields

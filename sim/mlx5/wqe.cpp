@@ -32,8 +32,22 @@ std::uint64_t be64_at(std::span<const std::byte> b, std::size_t at) noexcept {
 parsed_send parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, std::uint32_t qpn,
                            std::uint32_t available) noexcept {
     parsed_send p;
+    parse_send_wqe(wqe, index, qpn, available, p);
+    return p;
+}
+
+void parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, std::uint32_t qpn, std::uint32_t available,
+                    parsed_send& p) noexcept {
     roce::send_request& r = p.request;
+    // what a fresh request holds, but the scatter entries and inline bytes (see datapath.hpp)
     r.index = index;
+    r.op = roce::work_op::send;
+    r.sge_count = 0;
+    r.is_inline = false;
+    r.inline_bytes = 0;
+    r.remote_va = 0;
+    r.rkey = 0;
+    p.malformed = false;
     const std::uint32_t w0 = be32_at(wqe, 0);  // opmod_idx_opcode
     const std::uint32_t w1 = be32_at(wqe, 4);  // qpn_ds
     p.opcode = static_cast<std::uint8_t>(w0 & 0xff);
@@ -48,15 +62,16 @@ parsed_send parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, 
         p.malformed = true;
         r.is_inline = false;
         r.sge_count = roce::max_sge + 1;
-        return p;
     };
     if (p.blocks > available) {
         p.blocks = available == 0 ? 1 : available;
-        return malformed();
+        malformed();
+        return;
     }
     const std::size_t end = std::size_t{ds} * segment;
     if (ds == 0 || end > wqe.size() || ((w0 >> 8) & 0xffff) != (index & 0xffff) || (w1 >> 8) != qpn) {
-        return malformed();
+        malformed();
+        return;
     }
     std::size_t at = segment;  // after the ctrl segment
     switch (static_cast<wqe_abi::send_opcode>(p.opcode)) {
@@ -70,11 +85,13 @@ parsed_send parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, 
         r.op = roce::work_op::send;
         break;
     default:  // NOP, immediates, atomics: not run by this model
-        return malformed();
+        malformed();
+        return;
     }
     if (r.op != roce::work_op::send) {
         if (end < at + segment) {
-            return malformed();
+            malformed();
+            return;
         }
         r.remote_va = be64_at(wqe, at);      // mlx5_wqe_raddr_seg.raddr
         r.rkey = be32_at(wqe, at + 8);       // .rkey
@@ -86,7 +103,8 @@ parsed_send parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, 
             const std::uint32_t n = count & inline_length_mask;
             if (r.op == roce::work_op::read || r.sge_count != 0 || n > roce::max_inline - r.inline_bytes ||
                 at + 4 + n > end) {
-                return malformed();
+                malformed();
+                return;
             }
             std::memcpy(r.inline_data.data() + r.inline_bytes, wqe.data() + at + 4, n);
             r.inline_bytes += n;
@@ -96,12 +114,12 @@ parsed_send parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, 
         }
         const std::uint32_t lkey = be32_at(wqe, at + 4);
         if (r.is_inline || r.sge_count == roce::max_sge || lkey == 0) {
-            return malformed();
+            malformed();
+            return;
         }
         r.sg[r.sge_count++] = roce::sge{lkey, be64_at(wqe, at + 8), count == 0 ? zero_count_bytes : count};
         at += segment;
     }
-    return p;
 }
 
 bool parse_receive_wqe(std::span<const std::byte> wqe, std::uint32_t index, roce::receive_request& out) noexcept {

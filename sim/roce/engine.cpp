@@ -22,6 +22,7 @@ void engine::add(rc_qp& qp) {
 void engine::remove(rc_qp& qp) noexcept {
     std::lock_guard g(_lock);
     std::erase(_qps, &qp);
+    _last = nullptr;
 }
 
 engine_counters engine::counters() const {
@@ -39,18 +40,24 @@ bool engine::poll(clock::time_point now) noexcept {
         }
         did = true;
         ++_counters.frames_received;
-        const auto packet =
-            rig::roce::decode(f->data(), f->sealed ? rig::roce::icrc_check::verify : rig::roce::icrc_check::skip);
-        if (!packet) {
+        // decoded in place (decode_into): no copy of the result per frame
+        rig::roce::decoded& packet = _packet;
+        if (!rig::roce::decode_into(f->data(), packet,
+                                    f->sealed ? rig::roce::icrc_check::verify : rig::roce::icrc_check::skip)) {
             ++_counters.not_roce;
-        } else if (packet->net.dst_gid != _gid) {
+        } else if (packet.net.dst_gid != _gid) {
             ++_counters.not_for_us;
         } else {
-            auto at = std::lower_bound(_qps.begin(), _qps.end(), packet->bth.dest_qp, by_qpn);
-            if (at == _qps.end() || (*at)->qpn() != packet->bth.dest_qp) {
+            // frames come in runs for one queue pair: the last one found is tried first
+            const std::uint32_t qpn = packet.bth.dest_qp;
+            if (_last == nullptr || _last->qpn() != qpn) {
+                auto at = std::lower_bound(_qps.begin(), _qps.end(), qpn, by_qpn);
+                _last = at == _qps.end() || (*at)->qpn() != qpn ? nullptr : *at;
+            }
+            if (_last == nullptr) {
                 ++_counters.no_qp;
             } else {
-                (*at)->on_frame(*packet, now);
+                _last->on_frame(packet, now);
             }
         }
         _port.release(f);

@@ -27,7 +27,7 @@ struct engine_counters {
 
 class engine {
 public:
-    static constexpr int receive_burst = 64;  // frames one poll takes at most
+    static constexpr int receive_burst = 256;  // frames one poll takes at most (two queue pairs' bursts)
 
     engine(port& wire_port, const rig::roce::gid& gid) noexcept : _port(wire_port), _gid(gid) {}
     engine(const engine&) = delete;
@@ -45,6 +45,8 @@ private:
     const rig::roce::gid _gid;
     mutable std::mutex _lock;
     std::vector<rc_qp*> _qps;   // sorted by QPN
+    rc_qp* _last = nullptr;     // the queue pair the last frame went to (one of _qps)
+    rig::roce::decoded _packet; // the frame being handled, decoded
     engine_counters _counters;
 };
 

@@ -20,8 +20,8 @@ std::string_view to_string(mem_status s) noexcept {
 }
 
 namespace {
-// The memory this thread holds read-locked (memory::pin), if any.
-thread_local const memory* pinned_by_this_thread = nullptr;
+// The pin by which this thread holds a memory read-locked (memory::pin), if any.
+thread_local const memory::pin* pinned_by_this_thread = nullptr;
 }  // namespace
 
 memory::pin::pin(const memory& m) : _m(m) {
@@ -30,7 +30,7 @@ memory::pin::pin(const memory& m) : _m(m) {
         throw std::invalid_argument("roce::memory::pin: this thread already holds a pin");
     }
     _m._lock.lock_shared();
-    pinned_by_this_thread = &_m;
+    pinned_by_this_thread = this;
 }
 
 memory::pin::~pin() {
@@ -38,13 +38,18 @@ memory::pin::~pin() {
     _m._lock.unlock_shared();
 }
 
-std::shared_lock<std::shared_mutex> memory::read_lock() const noexcept {
-    return pinned_by_this_thread == this ? std::shared_lock<std::shared_mutex>(_lock, std::defer_lock)
-                                         : std::shared_lock<std::shared_mutex>(_lock);
+const memory::pin* memory::pinned_here() const noexcept {
+    const pin* p = pinned_by_this_thread;
+    return p != nullptr && &p->_m == this ? p : nullptr;
+}
+
+std::shared_lock<std::shared_mutex> memory::read_lock(const pin* pinned) const noexcept {
+    return pinned != nullptr ? std::shared_lock<std::shared_mutex>(_lock, std::defer_lock)
+                             : std::shared_lock<std::shared_mutex>(_lock);
 }
 
 void memory::refuse_if_pinned(const char* call) const {
-    if (pinned_by_this_thread == this) {
+    if (pinned_here() != nullptr) {
         throw std::invalid_argument(std::string("roce::memory::") + call + ": this thread holds the table pinned");
     }
 }
@@ -89,18 +94,33 @@ bool memory::deregister(std::uint32_t key) {
 }
 
 bool memory::registered(std::uint32_t key) const {
-    const auto g = read_lock();
+    const auto g = read_lock(pinned_here());
     return _regions.contains(key);
 }
 
-const region* memory::find_checked(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
-                                   std::uint8_t needed, mem_status& why) const noexcept {
-    const auto it = _regions.find(key);
-    if (it == _regions.end() || it->second.pd != pd) {
+const region* memory::lookup(const pin* p, std::uint32_t key) const noexcept {
+    if (p == nullptr) {
+        const auto it = _regions.find(key);
+        return it == _regions.end() ? nullptr : &it->second;
+    }
+    if (p->_last == nullptr || p->_last->key != key) {
+        const auto it = _regions.find(key);
+        if (it == _regions.end()) {
+            return nullptr;
+        }
+        p->_last = &it->second;
+    }
+    return p->_last;
+}
+
+const region* memory::find_checked(const pin* pinned, std::uint32_t key, std::uint32_t pd, std::uint64_t va,
+                                   std::uint64_t bytes, std::uint8_t needed, mem_status& why) const noexcept {
+    const region* found = lookup(pinned, key);
+    if (found == nullptr || found->pd != pd) {
         why = mem_status::bad_key;
         return nullptr;
     }
-    const region& r = it->second;
+    const region& r = *found;
     // inside [start, start + length): written so that no sum can wrap
     if (va < r.start || va - r.start > r.length || bytes > r.length - (va - r.start)) {
         why = mem_status::out_of_bounds;
@@ -116,9 +136,10 @@ const region* memory::find_checked(std::uint32_t key, std::uint32_t pd, std::uin
 
 mem_status memory::check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                          std::uint8_t needed) const noexcept {
-    const auto g = read_lock();
+    const pin* pinned = pinned_here();
+    const auto g = read_lock(pinned);
     mem_status why;
-    find_checked(key, pd, va, bytes, needed, why);
+    find_checked(pinned, key, pd, va, bytes, needed, why);
     return why;
 }
 
@@ -153,17 +174,19 @@ mem_status memory::move(const region& r, std::uint64_t va, std::byte* p, std::si
 
 mem_status memory::read(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<std::byte> out,
                         std::uint8_t needed) const noexcept {
-    const auto g = read_lock();
+    const pin* pinned = pinned_here();
+    const auto g = read_lock(pinned);
     mem_status why;
-    const region* r = find_checked(key, pd, va, out.size(), needed, why);
+    const region* r = find_checked(pinned, key, pd, va, out.size(), needed, why);
     return r == nullptr ? why : move(*r, va, out.data(), out.size(), false);
 }
 
 mem_status memory::write(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<const std::byte> in,
                          std::uint8_t needed) const noexcept {
-    const auto g = read_lock();
+    const pin* pinned = pinned_here();
+    const auto g = read_lock(pinned);
     mem_status why;
-    const region* r = find_checked(key, pd, va, in.size(), needed, why);
+    const region* r = find_checked(pinned, key, pd, va, in.size(), needed, why);
     return r == nullptr ? why : move(*r, va, const_cast<std::byte*>(in.data()), in.size(), true);
 }
 

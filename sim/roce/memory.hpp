@@ -79,7 +79,13 @@ public:
         pin& operator=(const pin&) = delete;
 
     private:
+        friend class memory;
         const memory& _m;
+        // The region the last access under this pin found: the table cannot change while the
+        // pin holds it read-locked, so the pointer stays good, and a pass's accesses, which come
+        // in runs under one key (a message's packets, a batch of WRITEs from one buffer), skip
+        // the table lookup.
+        mutable const region* _last = nullptr;
     };
 
     // Misuse (key already registered, zero length, range wrapping, page list too short for
@@ -105,11 +111,14 @@ public:
 
 private:
     // with _lock held
-    const region* find_checked(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
+    const region* lookup(const pin* pinned, std::uint32_t key) const noexcept;
+    const region* find_checked(const pin* pinned, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                                std::uint8_t needed, mem_status& why) const noexcept;
     mem_status move(const region& r, std::uint64_t va, std::byte* p, std::size_t n, bool is_write) const noexcept;
+    // this thread's pin of this memory, or nullptr
+    const pin* pinned_here() const noexcept;
     // the read lock, unless this thread holds it by a pin
-    std::shared_lock<std::shared_mutex> read_lock() const noexcept;
+    std::shared_lock<std::shared_mutex> read_lock(const pin* pinned) const noexcept;
     void refuse_if_pinned(const char* call) const;
 
     vfio_user::dma_space& _dma;

@@ -126,12 +126,18 @@ void rc_qp::to_rtr(const path& p) {
     if (p.min_rnr_timer > 31 || p.max_dest_rd_atomic == 0 || p.max_dest_rd_atomic > _reads.size()) {
         refuse("min_rnr_timer over 31 or max_dest_rd_atomic outside 1..32");
     }
+    proto::route r;
+    r.src_mac = _config.mac;
+    r.dst_mac = p.dest_mac;
+    r.src_gid = _config.gid;
+    r.dst_gid = p.dest_gid;
+    r.udp_src_port = _config.udp_sport;
+    proto::route_headers headers(r);
+    if (!headers.refusal().empty()) {   // a frame is IPv4 or IPv6: the two GIDs must agree
+        refuse(std::string(headers.refusal()));
+    }
+    _headers = headers;
     _path = p;
-    _route.src_mac = _config.mac;
-    _route.dst_mac = p.dest_mac;
-    _route.src_gid = _config.gid;
-    _route.dst_gid = p.dest_gid;
-    _route.udp_src_port = _config.udp_sport;
     _epsn = p.rq_psn;
     _state = qp_state::rtr;
 }
@@ -337,8 +343,8 @@ frame* rc_qp::start_frame(const proto::transport& t, std::size_t payload_bytes, 
     if (f == nullptr) {
         return nullptr;   // the switch is out of buffers: try again next poll
     }
-    f->size = static_cast<std::uint32_t>(proto::encode_headers(_route, t, payload_bytes, f->bytes));
-    payload = std::span<std::byte>(f->bytes).subspan(proto::payload_offset(_route, t.op), payload_bytes);
+    f->size = static_cast<std::uint32_t>(_headers.encode_headers(t, payload_bytes, f->bytes));
+    payload = std::span<std::byte>(f->bytes).subspan(_headers.payload_offset(t.op), payload_bytes);
     return f;
 }
 

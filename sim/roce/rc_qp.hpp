@@ -105,8 +105,8 @@ public:
     const qp_counters& counters() const noexcept { return _counters; }
 
     // ---- state transitions (control path). A transition from the wrong state, or a bad
-    // parameter (mtu, psn over 24 bits, codes out of range), throws std::invalid_argument and
-    // changes nothing.
+    // parameter (mtu, psn over 24 bits, codes out of range, at RTR a peer GID of the other IP
+    // version than this queue pair's), throws std::invalid_argument and changes nothing.
     // RESET -> INIT. `remote_rights`: which remote operations the responder takes at all
     // (access_remote_read / access_remote_write: mlx5 qpc rre/rwe, IB qp_access_flags); a
     // request the queue pair does not take gets an invalid-request NAK (as Linux rxe does).
@@ -143,7 +143,12 @@ private:
     struct receive_entry {
         receive_request wr;
     };
-    static constexpr int burst = 32;  // packets one transmit() sends at most, each direction
+    // Packets one transmit() sends at most, each direction: a pass's fixed costs (locks, doorbell
+    // and clock reads) spread over this many packets, and the responder answers all the
+    // requests a pass took with one coalesced ACK (an ACK acknowledges every PSN up to the one it
+    // names: IB spec vol. 1 9.7.5.1), so the wire carries about one ACK per burst of small
+    // messages.
+    static constexpr int burst = 128;
     struct read_context {  // a READ the responder answers
         std::uint32_t first_psn, psn, end_psn;  // end: one past the last response PSN
         std::uint64_t va;
@@ -204,7 +209,7 @@ private:
     path _path{};
     send_params _send{};
     std::uint8_t _remote_rights = 0;
-    rig::roce::route _route{};
+    rig::roce::route_headers _headers{rig::roce::route{}};  // the path's Ethernet/IP/UDP headers, laid out at RTR
     std::chrono::nanoseconds _ack_timeout{0};
     qp_counters _counters;
 

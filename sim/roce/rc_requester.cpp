@@ -46,7 +46,13 @@ std::uint32_t rc_qp::entry_of(std::uint32_t psn) noexcept {
 // fails when every entry before it has completed.
 bool rc_qp::start_next_entry() noexcept {
     send_entry& e = sq(_sq_started);
-    if (e.local_error == completion_status::success && !e.wr.is_inline) {
+    // A one-packet SEND or WRITE from one non-empty scatter entry is checked by its gather
+    // (send_request_packet), which reads that entry whole with the same key, range and right
+    // and fails it the same way, local protection, before any of its bytes leave: checking it
+    // here too would look the region up twice per small message.
+    const bool gather_checks = e.wr.op != work_op::read && e.wr.sge_count == 1 && e.wr.sg[0].length != 0 &&
+                               e.bytes <= _path.mtu;
+    if (e.local_error == completion_status::success && !e.wr.is_inline && !gather_checks) {
         const std::uint8_t needed = e.wr.op == work_op::read ? access_local_write : access_local_read;
         for (std::size_t i = 0; i < e.wr.sge_count; ++i) {
             const sge& s = e.wr.sg[i];

@@ -153,9 +153,13 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
     }
     case request_kind::write: {
         if (k.first) {
-            // the whole RETH range is checked before the first byte moves (rxe: check_rkey)
-            if (_mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_write) !=
-                mem_status::ok) {
+            // The whole RETH range is checked before the first byte moves (rxe: check_rkey). An
+            // ONLY packet that carries that whole range is checked by its write below, which
+            // moves nothing unless the same checks pass and fails with the same NAK.
+            const bool write_checks = k.last && size != 0 && size == packet.bth.dma_length;
+            if (!write_checks &&
+                _mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_write) !=
+                    mem_status::ok) {
                 responder_fails(proto::nak_code::remote_access_error, psn, completion_status::success);
                 return;
             }

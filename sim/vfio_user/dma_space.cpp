@@ -88,6 +88,7 @@ int dma_space::unmap(std::uint64_t iova, std::uint64_t size) {
             ::munmap(it->second.base, it->second.size);
         }
         _windows.erase(it);
+        _last = nullptr;
         observer = _unmap_observer.lock();
     }
     // Outside the lock: the observer may take its own, which is also held around DMA accesses.
@@ -110,6 +111,7 @@ void dma_space::unmap_all() {
         }
     }
     _windows.clear();
+    _last = nullptr;
 }
 
 void dma_space::set_in_band(in_band_dma* to, std::thread::id thread) {
@@ -155,16 +157,19 @@ void dma_space::refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::
 
 bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last) {
     const bool pinned = pinned_here();
-    std::unique_lock g = hold();
+    std::unique_lock g = pinned ? std::unique_lock<std::mutex>(_lock, std::defer_lock) : std::unique_lock<std::mutex>(_lock);
     if (n == 0) {
         return true;
     }
-    auto it = _windows.upper_bound(iova);
-    if (it == _windows.begin()) {
-        refuse(iova, n, is_write, "no DMA window there");
-        return false;
+    if (_last == nullptr || iova - _last->iova >= _last->size) {
+        auto it = _windows.upper_bound(iova);
+        if (it == _windows.begin()) {
+            refuse(iova, n, is_write, "no DMA window there");
+            return false;
+        }
+        _last = &std::prev(it)->second;
     }
-    const window w = std::prev(it)->second;
+    const window w = *_last;
     const std::uint64_t at = iova - w.iova;
     if (at >= w.size || n > w.size - at) {
         refuse(iova, n, is_write, at >= w.size ? "no DMA window there" : "runs past the end of its DMA window");
@@ -208,6 +213,38 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
         refuse(iova, n, is_write, "the client refused or did not answer");
     }
     return ok;
+}
+
+void dma_space::prefetch(std::uint64_t iova, bool for_write) noexcept {
+    if (!pinned_here()) {
+        return;   // a hint: not worth a lock (the data path prefetches inside its pinned pass)
+    }
+    if (_last == nullptr || iova - _last->iova >= _last->size) {
+        auto it = _windows.upper_bound(iova);
+        if (it == _windows.begin()) {
+            return;
+        }
+        const window& w = std::prev(it)->second;
+        if (iova - w.iova >= w.size) {
+            return;
+        }
+        _last = &w;
+    }
+    if (_last->base == nullptr) {
+        return;
+    }
+    const std::byte* p = _last->base + (iova - _last->iova);
+    if (for_write) {
+        // PREFETCHW: the line comes exclusive, ready for the store (executed as a NOP by x86
+        // cores without it); a read prefetch would leave the store an ownership request to wait.
+#if defined(__x86_64__)
+        asm volatile("prefetchw %0" : : "m"(*p));
+#else
+        __builtin_prefetch(p, 1, 3);
+#endif
+    } else {
+        __builtin_prefetch(p, 0, 3);
+    }
 }
 
 bool dma_space::read(std::uint64_t iova, std::span<std::byte> out) {

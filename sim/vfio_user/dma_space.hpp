@@ -87,6 +87,12 @@ public:
     // fence: a completion whose last byte holds its owner bit, which a polling driver reads
     // first (mlx5 CQE op_own). A window without fd gets two messages, last byte second.
     bool write_last_byte_last(std::uint64_t iova, std::span<const std::byte> in);
+    // A hint that the device will soon write (for_write) or read the cache line at `iova`: the
+    // line is asked for now, so that several such lines travel at once instead of each access
+    // waiting for its own. A driver polls its CQ and writes its WQEs, so those lines sit in
+    // another core's cache, and an access to one waits a cross-core transfer. Moves nothing,
+    // refuses nothing: outside a window with fd it does nothing.
+    void prefetch(std::uint64_t iova, bool for_write) noexcept;
 
     std::size_t window_count() const;
     // true when iova lies in a window announced without fd: the device reaches it only by
@@ -123,6 +129,10 @@ private:
 
     mutable std::mutex _lock;
     std::map<std::uint64_t, window> _windows;   // by IOVA, never overlapping
+    // The window the last access found (a node of _windows, forgotten when one goes): a data
+    // path's accesses come in runs into one window, which then costs no tree walk. Read and
+    // written with _lock held, as every access holds it.
+    const window* _last = nullptr;
     in_band_dma* _in_band = nullptr;
     std::thread::id _in_band_thread;
     std::weak_ptr<unmap_observer> _unmap_observer;
