@@ -185,7 +185,15 @@ void datapath::follow_objects() {
     // a slot for every CQ (the data path then adds none), its room read again: a CQ destroyed
     // and made again under the same number since the last pass starts from its new consumer index
     for (const auto& [cqn, cq] : _fn._fw.cqs()) {
-        _cqs[cqn].room = 0;
+        cq_slot& slot = _cqs[cqn];
+        slot.room = 0;
+        if (slot.dbr_addr != cq.dbr_addr) {  // a new CQ (or one made again): arms count from now
+            slot.dbr_addr = cq.dbr_addr;
+            std::array<std::byte, 4> word{};
+            // DW1 of the record: the arm word (MLX5_CQ_ARM_DB)
+            slot.arm_word = _dma != nullptr && _dma->read(cq.dbr_addr + 4, word) ? abi::load_be<std::uint32_t>(word.data())
+                                                                               : 0;
+        }
     }
 }
 

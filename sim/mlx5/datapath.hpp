@@ -127,6 +127,10 @@ private:
     };
     struct cq_slot {
         bool armed = false;
+        // The arm word last taken (doorbells.cpp arm()): the record's word when the slot was
+        // made, so that only words written since count as arms.
+        std::uint32_t arm_word = 0;
+        std::uint64_t dbr_addr = ~std::uint64_t{0};  // the CQ's record the word was read from
         // CQEs that fit without overrun as of the last read of the consumer index: the driver
         // only moves it forward, so the doorbell record is read again only when this runs out.
         // Forgotten when a command runs (the CQ may be another one since).
@@ -148,6 +152,7 @@ private:
     bool drain_completions(qp_slot& s, const qp_object& q);
     bool write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode);
     void signal(std::uint32_t cqn, cq_object& cq);
+    void arm(std::uint32_t cqn, cq_object& cq, std::uint32_t word, bool stored);
     bool read_queue(const qp_object& q, std::uint64_t offset, std::span<std::byte> out) const noexcept;
 
     function_model& _fn;
@@ -163,6 +168,7 @@ private:
     std::uint64_t _seen_resets = ~std::uint64_t{0};
     std::array<std::byte, 1024> _wqe{};     // one send WQE being parsed
     std::vector<std::pair<std::uint32_t, bool>> _pages;  // UAR pages read this pass, rung or not
+    std::vector<std::uint32_t> _arm_pages;               // UAR pages whose CQ doorbell rang this pass
 
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};

@@ -78,9 +78,17 @@ bool datapath::poll_uar_pages() {
             }
         }
     }
-    // CQ arm doorbells (UAR + 0x20): be32(arm word) then be32(cqn), one 64-bit store.
+    // CQ arm doorbells (UAR + 0x20): be32(arm word) then be32(cqn), one 64-bit store. A card
+    // traps each store; polling sees only the last one of a pass, so two CQs of one UAR armed
+    // between two passes would keep one arm. The driver writes the same arm word into the CQ's
+    // doorbell record (DW1, MLX5_CQ_ARM_DB: sn << 28 | cmd | ci) before the store (rdma-core
+    // mlx5_arm_cq), so a store on a page makes every CQ of that page compare its record's arm
+    // word with the last one taken: a new word is a new arm. The register's own CQ is armed
+    // even with an unchanged word (armed again after an event with the same sequence number).
+    _arm_pages.clear();
     for (auto& [cqn, cq] : _fn._fw.cqs()) {
-        if (!in_bar(cq.uar_page)) {
+        if (!in_bar(cq.uar_page) ||
+            std::find(_arm_pages.begin(), _arm_pages.end(), cq.uar_page) != _arm_pages.end()) {
             continue;
         }
         const std::uint64_t raw = take64(std::uint64_t{cq.uar_page} * uar_page_bytes + db::uar::cq_doorbell);
@@ -88,6 +96,7 @@ bool datapath::poll_uar_pages() {
             continue;
         }
         seen = true;
+        _arm_pages.push_back(cq.uar_page);
         const std::uint64_t v = load_be<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw));
         const auto named = static_cast<std::uint32_t>(v & 0xffffff);
         auto it = _fn._fw.cqs().find(named);
@@ -95,14 +104,34 @@ bool datapath::poll_uar_pages() {
             log().warn("mlx5 data path: CQ arm doorbell {:#x} in UAR {} names no CQ of that UAR", v, cq.uar_page);
             continue;
         }
-        cq_object& armed = it->second;
-        _cqs[named].armed = true;
-        const auto ci = static_cast<std::uint32_t>((v >> 32) & 0xffffff);
-        if ((armed.producer_index & 0xffffff) != ci) {
-            signal(named, armed);  // armed with CQEs past the consumer index: the event now
+        arm(named, it->second, static_cast<std::uint32_t>(v >> 32), true);
+    }
+    if (!_arm_pages.empty()) {
+        for (auto& [cqn, cq] : _fn._fw.cqs()) {
+            if (std::find(_arm_pages.begin(), _arm_pages.end(), cq.uar_page) == _arm_pages.end()) {
+                continue;
+            }
+            std::array<std::byte, 4> word{};
+            if (_dma->read(cq.dbr_addr + db::cq_dbr::arm, word)) {
+                arm(cqn, cq, load_be<std::uint32_t>(word.data()), false);
+            }
         }
     }
     return seen;
+}
+
+// An arm word (sn << 28 | cmd | ci) for CQ `cqn`, from its UAR register (`stored`) or its
+// doorbell record. A record's word that is the one last taken is no new arm.
+void datapath::arm(std::uint32_t cqn, cq_object& cq, std::uint32_t word, bool stored) {
+    cq_slot& slot = _cqs[cqn];  // there already: follow_objects gives every CQ a slot
+    if (!stored && word == slot.arm_word) {
+        return;
+    }
+    slot.arm_word = word;
+    slot.armed = true;
+    if ((cq.producer_index & 0xffffff) != (word & 0xffffff)) {
+        signal(cqn, cq);  // armed with CQEs past the consumer index: the event now
+    }
 }
 
 bool datapath::read_queue(const qp_object& q, std::uint64_t offset, std::span<std::byte> out) const noexcept {

@@ -624,3 +624,44 @@ TEST_CASE("mlx5 data path: frames for a function without RC queue pairs are drop
     }
     CHECK(f.m.fn.data_path()->frames_dropped() == frames);
 }
+
+TEST_CASE("mlx5 data path: two CQs of one UAR armed between two passes both raise their event (the arm record "
+          "counts, not only the last doorbell store)",
+          "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w);
+    // a second CQ on the same UAR page: its arm doorbell shares UAR + 0x20 with a.cq's
+    fw::cq cq2 = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(),
+                                      {.log_size = 8, .uar = a.uar, .eqn = a.h->event_queue()->eqn()}, soon()));
+    qpm::completion_queue cqq2(qpm::completion_queue_memory{cq2.entries(), {cq2.doorbell_record(), 8}, a.uar_page},
+                               cq2.cqn());
+    queue_pair qa(a);
+    connect(a, qa, a, qa, 0x123, 0x123);
+    // first round as usual: arm, complete, one event; the driver moves its sequence number on
+    a.cqq->arm();
+    qa.sq->post(abi::write_op{a.local(0, 64), a.remote(20000)}, true);
+    qa.sq->ring();
+    REQUIRE(a.wait(1).size() == 1);
+    const auto until = clk::now() + 2s;
+    while (a.comp_events.load() == 0 && clk::now() < until) {
+        std::this_thread::sleep_for(1ms);
+    }
+    REQUIRE(a.comp_events.load() == 1);
+    a.cqq->event();
+    // a.cq armed by its record word only, as when cq2's doorbell store overwrote a.cq's before
+    // the model's next look; then cq2 armed in full (record and store)
+    const std::uint32_t word = abi::cq_arm_word(a.cqq->arm_sequence(), abi::cq_arm_next, a.cqq->consumer_index());
+    rig::abi::store_be<std::uint32_t>(a.cq.doorbell_record() + abi::cq_dbr::arm, word);
+    cqq2.arm();
+    std::this_thread::sleep_for(20ms);  // the model's passes see cq2's store and both records
+    CHECK(a.comp_events.load() == 1);   // armed, nothing completed yet
+    qa.sq->post(abi::write_op{a.local(0, 64), a.remote(30000)}, true);
+    qa.sq->ring();
+    REQUIRE(a.wait(1).size() == 1);
+    const auto until2 = clk::now() + 2s;
+    while (a.comp_events.load() < 2 && clk::now() < until2) {
+        std::this_thread::sleep_for(1ms);
+    }
+    CHECK(a.comp_events.load() == 2);  // a.cq's event, from the arm its record carried
+    (void)cq2.destroy(a.q(), *a.m.f, a.h->stranded_registry(), soon());
+}
