@@ -88,6 +88,7 @@ result<void> nic::start(std::string_view where, const nic_options& options) {
     for (std::size_t i = 0; i < gid.size(); ++i) {
         _gid[i] = std::byte{gid[i]};
     }
+    _path_mtu = 128u << static_cast<unsigned>(_hca->path_mtu());  // qpc mtu 1..5: 256..4096 bytes
     const fw::hca_caps& caps = _hca->caps();
     _log_ring = std::min({options.log_ring_entries, caps.log_max_qp_sz, caps.log_max_cq_sz});
     // The queue pairs' doorbell page: BAR0 page `uar`, mapped write-combining like rdma-core's

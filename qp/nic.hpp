@@ -85,6 +85,9 @@ public:
     std::vector<firmware::mlx5::stranded_region> stranded() const;
     std::array<std::byte, 6> mac() const noexcept { return _mac; }
     std::array<std::byte, 16> gid() const noexcept { return _gid; }  // GID table entry 0
+    // The path MTU this NIC's queue pairs connect with, in bytes (256 ... 4096): the largest RoCE
+    // MTU its port's Ethernet MTU carries (connect; as the kernel's iboe_get_mtu).
+    std::uint32_t path_mtu() const noexcept { return _path_mtu; }
     std::string_view name() const noexcept;
     // The live queue pairs and registered regions (for tests and diagnostics).
     std::size_t queue_pairs() const;
@@ -125,6 +128,7 @@ private:
     std::optional<std::uint32_t> _pd;
     std::array<std::byte, 6> _mac{};
     std::array<std::byte, 16> _gid{};
+    std::uint32_t _path_mtu = 1024;
     std::uint8_t _log_ring = 12;
     std::uint32_t _next_bfreg = 0;
     std::mt19937 _random;

@@ -44,6 +44,35 @@ private:
     std::uint32_t _count = 0;
 };
 
+// The live rate's sampler: counts loop passes and reads the clock once every live_check_every;
+// calls settings.live once live_period has passed since the last call. Off (a test of one
+// flag per pass) when there is no callback.
+class live_meter {
+public:
+    live_meter(const loop_settings& s, std::int64_t start) noexcept
+        : _s(s), _start(start), _period(std::chrono::duration_cast<std::chrono::nanoseconds>(s.live_period).count()),
+          _next(start + _period), _on(static_cast<bool>(s.live)) {}
+    void pass(std::uint64_t done) {
+        if (!_on || ++_count % live_check_every != 0) {
+            return;
+        }
+        const std::int64_t t = now_ns();
+        if (t < _next) {
+            return;
+        }
+        _next = t + _period;
+        _s.live(std::chrono::nanoseconds(t - _start), done);
+    }
+
+private:
+    const loop_settings& _s;
+    std::int64_t _start;
+    std::int64_t _period;
+    std::int64_t _next;
+    bool _on;
+    std::uint32_t _count = 0;
+};
+
 std::string stall_message(const char* waiting, std::chrono::milliseconds stall) {
     return std::string("no ") + waiting + " for " + std::to_string(stall.count()) + " ms (the peer or the NIC stopped)";
 }
@@ -105,8 +134,10 @@ std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>&
     watchdog w(s.stall);
     const std::int64_t start = now_ns();
     const std::int64_t stop = s.duration ? start + s.duration->count() : 0;
+    live_meter live(s, start);
     bool posting = true;
     while (true) {
+        live.pass(nc);
         if (s.duration && posting && now_ns() >= stop) {
             posting = false;
         }
@@ -175,7 +206,9 @@ std::expected<bw_row, std::string> run_bw_receiver(std::vector<lane>& lanes, con
     const std::int64_t start = now_ns();
     std::int64_t last = start;
     std::uint32_t polls = 0;
+    live_meter live(s, start);
     while (true) {
+        live.pass(total);
         bool more = false;
         for (std::size_t i = 0; i < lanes.size(); ++i) {
             lane& l = lanes[i];
@@ -224,6 +257,7 @@ std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, c
     const std::int64_t stop = s.duration ? start + s.duration->count() : 0;
     std::uint64_t trips = 0;
     std::uint32_t polls = 0;
+    live_meter live(s, start);
 
     // Waits for round trip i's incoming message: the last byte of a WRITE, or a receive.
     auto await = [&](std::uint64_t i) -> std::expected<bool, std::string> {
@@ -262,6 +296,7 @@ std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, c
     };
 
     for (std::uint64_t i = 1;; ++i) {
+        live.pass(trips);
         if (s.duration ? (client && now_ns() >= stop) : i > s.iterations) {
             break;
         }

@@ -48,7 +48,19 @@ struct loop_settings {
     // -D, the receiving side of send_bw and the server of a latency test: true once the peer
     // has sent its next out-of-band message or closed the connection (it stopped).
     std::function<bool()> peer_stopped;
+    // The live rate of a -D run on a terminal (runner.cpp): when set, called about every
+    // live_period with the time since the loop started and the messages (latency: round
+    // trips) completed so far. The loop reads the clock for it only once every
+    // live_check_every passes, and calls it from there, never per entry.
+    std::function<void(std::chrono::nanoseconds elapsed, std::uint64_t done)> live;
+    std::chrono::milliseconds live_period{250};
 };
+
+// How many loop passes go between two reads of the clock for the live rate: a pass takes at
+// least a poll of the completion queue (~0.1 us), so the clock is read at most every ~10 us,
+// and a -D latency loop (a round trip per pass, 2 us on hardware, ~20 us on the model) reads
+// it every ~0.1-3 ms, well under live_period.
+constexpr std::uint32_t live_check_every = 128;
 
 // Client of write_bw / read_bw / send_bw.
 std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>& lanes, const loop_settings& s);

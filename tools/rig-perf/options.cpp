@@ -10,6 +10,8 @@
 #include <limits>
 #include <optional>
 
+#include "tools/rig-perf/plot.hpp"
+
 namespace rig::perf {
 
 namespace {
@@ -305,8 +307,8 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
             if (v->empty()) {
                 return std::unexpected(flag + " '': names no file");
             }
-            if (!v->ends_with(".svg")) {  // refused before the run, not after it
-                return std::unexpected(flag + " " + *v + ": only SVG is written (a name ending in .svg)");
+            if (auto f = plot_format_of(*v); !f) {  // refused before the run, not after it
+                return std::unexpected(flag + " " + *v + ": " + f.error());
             }
             o.plot_path = *v;
         } else if (!as_short && name == "max-size") {
@@ -402,7 +404,7 @@ std::string usage() {
            "      --max-size=<n>        -a stops at n bytes\n"
            "      --sim                 start a device model with two functions, the server in a\n"
            "                            child process, run the client here, stop everything\n"
-           "      --plot=<file>         draw the results against message size (SVG)\n"
+           "      --plot=<file>         draw the results against message size (.svg or .png)\n"
            "Other perftest flags are refused with 'not supported'.\n";
 }
 

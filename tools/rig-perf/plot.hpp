@@ -1,23 +1,35 @@
 #pragma once
-// rig-perf --plot FILE.svg: the run's figures against message size, drawn as SVG by hand (no
-// plotting dependency). A bandwidth report draws the average bandwidth (left axis) and the
-// message rate (right axis, Mpps); a latency report draws t_min, t_typical, the 99% and the
-// 99.9% percentiles (µs, log10 axis: tails run orders of magnitude above the median). The x
-// axis is log2 of the message size (2 B … 8 MiB ticks).
+// rig-perf --plot FILE.svg or FILE.png: the run's figures against message size, drawn by hand
+// (no plotting or image library). A bandwidth report draws the average bandwidth (left axis)
+// and the message rate (right axis, Mpps); a latency report draws t_min, t_typical, the 99% and
+// the 99.9% percentiles (µs, log10 axis: tails run orders of magnitude above the median). The x
+// axis is log2 of the message size (2 B … 8 MiB ticks). Both formats draw the same layout
+// (plot_layout.hpp): SVG as text, PNG rasterized (plot_png.cpp, raster.hpp, png.hpp).
+#include <cstdint>
 #include <expected>
 #include <string>
+#include <vector>
 
-#include "perf_types.hpp"
+#include "tools/rig-perf/perf_types.hpp"
 
 namespace rig::perf {
+
+enum class plot_format : std::uint8_t { svg, png };
+
+// The format a --plot file name asks for by its extension, ".svg" or ".png" (any case), or
+// why not: "names neither an SVG nor a PNG file (a name ending in .svg or .png)". options.cpp
+// refuses a bad name with this before the run.
+std::expected<plot_format, std::string> plot_format_of(const std::string& path);
 
 // The SVG document for r. Bandwidth in Gb/s (10^9 bit/s) when report_gbits, else MiB/s, as the
 // tables print it. Error if r has no rows of its kind or a figure is not finite.
 std::expected<std::string, std::string> render_plot(const run_report& r, bool report_gbits = false);
+// The same drawing as a 900 x 520 RGB PNG file's bytes; the same errors.
+std::expected<std::vector<std::uint8_t>, std::string> render_png(const run_report& r, bool report_gbits = false);
 
-// Writes render_plot(r) to path. Errors, and nothing written: a path not ending in .svg
-// ("--plot: only SVG is written (FILE)"), an empty report, a file that cannot be written
-// (naming it and the reason).
+// Writes r's drawing to path in the format its extension names. Errors, and nothing written:
+// another extension ("--plot FILE: names neither ..."), an empty report, a file that cannot be
+// written (naming it and the reason).
 std::expected<void, std::string> write_plot(const std::string& path, const run_report& r, bool report_gbits = false);
 
 }  // namespace rig::perf

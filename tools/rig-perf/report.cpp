@@ -151,6 +151,16 @@ std::string bw_row_line(const bw_row& r, bool gbits) {
            REPORT_EXT;
 }
 
+bw_report_wire wire_of(const bw_row& r, bool gbits) noexcept {
+    const auto unit = [gbits](double mib) { return gbits ? gbits_of_mib(mib) : mib; };
+    return {r.bytes, r.iterations, unit(r.bw_peak_mib), unit(r.bw_average_mib), r.msg_rate_mpps};
+}
+
+bw_row row_of(const bw_report_wire& w, bool gbits) noexcept {
+    const auto mib = [gbits](double v) { return gbits ? mib_of_gbits(v) : v; };
+    return {w.size, w.iters, mib(w.bw_peak), mib(w.bw_avg), w.msg_rate};
+}
+
 std::string lat_table_header(bool duration) {
     return std::string(duration ? RESULT_FMT_LAT_DUR : RESULT_FMT_LAT) + RESULT_EXT;
 }

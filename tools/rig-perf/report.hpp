@@ -51,5 +51,16 @@ std::string json_report(const test_info& t, const run_report& r, bool gbits);
 
 // MiB/s to Gb/s (10^9 bit): x 2^20 x 8 / 10^9.
 constexpr double gbits_of_mib(double mib) noexcept { return mib * 1048576.0 / 125000000.0; }
+constexpr double mib_of_gbits(double gbits) noexcept { return gbits * 125000000.0 / 1048576.0; }
+
+// The bandwidth report of xchg_bw_reports (write_bw, read_bw: the client's last row, sent
+// after its run). perftest fills it in print_report_bw with the figures *as printed*: its
+// bandwidths are divided by the report format's factor (0x100000 for MiB/s, 125000000 with
+// --report_gbits), so the wire carries the sender's table unit, and the passive server prints
+// the client's figures unconverted in its own table (print_full_bw_report(rem_bw_rep): its
+// one row). Both sides are meant to run the same flags; rig-perf does the same: wire_of()
+// converts a row to the unit its flag prints, row_of() reads the peer's in ours.
+bw_report_wire wire_of(const bw_row& r, bool gbits) noexcept;
+bw_row row_of(const bw_report_wire& w, bool gbits) noexcept;
 
 }  // namespace rig::perf

@@ -9,6 +9,7 @@
 
 #include "qp/nic.hpp"
 #include "tools/rig-perf/exchange.hpp"
+#include "tools/rig-perf/live.hpp"
 #include "tools/rig-perf/log.hpp"
 #include "tools/rig-perf/loops.hpp"
 #include "tools/rig-perf/protocol.hpp"
@@ -18,11 +19,15 @@ namespace rig::perf {
 
 namespace {
 
-// Rig's connect uses the mlx5 QP context's default path MTU, 1024 bytes
-// (firmware/mlx5/objects.hpp connect_params::mtu): ibv_mtu 3.
-constexpr int rig_mtu = 3;
-// What a READ queue pair advertises as out_reads (its responder resources, log 4).
+// What a READ queue pair advertises as out_reads (its responder resources, log 4): perftest's
+// READ tests send the device's max_qp_rd_atom (16 on ConnectX) unless -o asks for fewer.
 constexpr std::uint32_t rig_out_reads = 16;
+// What every other test advertises: perftest sets user_param->out_reads = 1 for any verb but
+// READ and ATOMIC (perftest_parameters.c check_link_and_mtu and check_link, at v4.5-0.17 and
+// at HEAD), and set_up_connection copies it into each pingpong_dest, so a WRITE or SEND QP
+// line carries "0001" there. The header block shows it only for READ ("Outstand reads";
+// the others print "Max inline data" instead).
+constexpr std::uint32_t other_out_reads = 1;
 // Receives each SEND-test queue pair keeps posted (perftest's DEF_RX_SEND).
 constexpr std::uint32_t rx_depth = 512;
 
@@ -107,7 +112,8 @@ struct session {
             }
             ch.emplace(std::move(*c));
         }
-        auto setup = exchange_setup(*ch, rig_mtu, o.exchange_timeout);
+        // the MTU rig's connect uses (nic::path_mtu, from the port), as ibv_mtu: 1024 -> 3, 4096 -> 5
+        auto setup = exchange_setup(*ch, ibv_mtu_of(nic->path_mtu()), o.exchange_timeout);
         if (!setup) {
             return std::unexpected(setup.error());
         }
@@ -138,7 +144,7 @@ struct session {
             qps.push_back(std::move(*q));
             const rig::endpoint e = qps.back().local();
             qp_info m;
-            m.out_reads = o.kind == test_kind::read_bw || o.kind == test_kind::read_lat ? rig_out_reads : 0;
+            m.out_reads = o.kind == test_kind::read_bw || o.kind == test_kind::read_lat ? rig_out_reads : other_out_reads;
             m.qpn = e.qp;
             m.psn = e.psn;
             m.rkey = regions.back().key();
@@ -202,6 +208,11 @@ struct session {
 
     // The server of write_bw, read_bw and read_lat: it runs nothing, and sits in one read until
     // the client has run every size (bounded by the run's length, protocol.hpp passive_wait).
+    // write_bw and read_bw then print the client's report as their one row, and write it to
+    // the JSON (write_bw.c, read_bw.c: xchg_bw_reports, then print_full_bw_report(rem_bw_rep),
+    // which also writes --out_json). What the server sends in that exchange is its own
+    // my_bw_rep, which perftest never fills on the passive side (stack memory the client
+    // does not read when not duplex): rig-perf sends zeros.
     std::expected<void, std::string> serve_passively(run_report& report) {
         const auto wait = passive_wait(o, sizes, o.exchange_timeout);
         if (plan.report) {
@@ -212,11 +223,12 @@ struct session {
             if (!peer) {
                 return std::unexpected(peer.error());
             }
-            if (peer->size != sizes.back()) {
-                return std::unexpected("peer reported size " + std::to_string(peer->size) + ", expected " +
-                                       std::to_string(sizes.back()) + " (same options on both sides)");
+            if (peer->size != sizes.back()) {  // perftest prints it regardless; so do we, and say so
+                log().warn("the client reported its last size as {} bytes, this side ran up to {} (same options on "
+                           "both sides?)",
+                           peer->size, sizes.back());
             }
-            const bw_row row{peer->size, peer->iters, peer->bw_peak, peer->bw_avg, peer->msg_rate};
+            const bw_row row = row_of(*peer, o.report_gbits);  // in the client's unit, as ours
             report.bw.push_back(row);
             print(out, bw_row_line(row, o.report_gbits));
             return close_connection(*ch, mine[0], o.exchange_timeout);
@@ -231,10 +243,10 @@ struct session {
             if (auto b = barrier(o.exchange_timeout); !b) {
                 return b;
             }
+            // our last row, in the unit our table prints (report.hpp wire_of); the server's
+            // answer is perftest's never-filled report, not read
             const bw_row row = report.bw.empty() ? bw_row{} : report.bw.back();
-            const bw_report_wire mine_w{row.bytes, row.iterations, row.bw_peak_mib, row.bw_average_mib,
-                                        row.msg_rate_mpps};
-            if (auto r = exchange_bw_report(*ch, mine_w, o.exchange_timeout); !r) {
+            if (auto r = exchange_bw_report(*ch, wire_of(row, o.report_gbits), o.exchange_timeout); !r) {
                 return std::unexpected(r.error());
             }
         }
@@ -261,6 +273,13 @@ struct session {
         s.use_inline = o.inline_size > 0 && size <= o.inline_size;
         s.stall = o.exchange_timeout;
         s.peer_stopped = [c = &*ch] { return c->peer_stopped(); };
+        // -D on a terminal: a live status line (live.hpp), erased before the row; the loop
+        // samples it only every few hundred microseconds at most (loops.hpp live_check_every).
+        std::optional<live_line> live;
+        if (o.duration && is_terminal(out)) {
+            live.emplace(out, o.kind, size, o.report_gbits);
+            s.live = [l = &*live](std::chrono::nanoseconds elapsed, std::uint64_t done) { l->sample(elapsed, done); };
+        }
 
         if (is_send(o.kind)) {
             for (lane& l : lanes) {
@@ -274,6 +293,9 @@ struct session {
         }
         if (is_latency(o.kind)) {
             auto row = run_lat(o.kind, client, lanes[0], s);
+            if (live) {
+                live->erase();
+            }
             if (!row) {
                 return std::unexpected(row.error());
             }
@@ -282,6 +304,9 @@ struct session {
             return {};
         }
         auto row = client ? run_bw_client(o.kind, lanes, s) : run_bw_receiver(lanes, s);
+        if (live) {
+            live->erase();
+        }
         if (!row) {
             return std::unexpected(row.error());
         }

@@ -117,21 +117,29 @@ std::uint64_t from_be64(std::string_view s) {
     }
     return v;
 }
+// What perftest puts in a QP line's out_reads (pingpong_dest.out_reads = user_param->out_reads):
+// 1 for every verb but READ and ATOMIC (check_link_and_mtu), the device's max_qp_rd_atom (16
+// on ConnectX) for READ.
+std::uint32_t out_reads_of(perf::test_kind k) {
+    return k == perf::test_kind::read_bw || k == perf::test_kind::read_lat ? 16 : 1;
+}
+
 // ethernet_write_keys: sprintf(msg, KEY_PRINT_FMT_GID, ...); write(fd, msg, sizeof msg = 108)
-std::string key_line(std::uint32_t qpn, std::uint32_t psn, std::uint32_t rkey, std::uint64_t vaddr,
-                     const std::array<std::byte, 16>& g) {
+std::string key_line(std::uint32_t out_reads, std::uint32_t qpn, std::uint32_t psn, std::uint32_t rkey,
+                     std::uint64_t vaddr, const std::array<std::byte, 16>& g) {
     char msg[108] = {};
     auto b = [&](int i) { return static_cast<unsigned>(g[static_cast<std::size_t>(i)]); };
     std::snprintf(msg, sizeof msg,
                   "%04x:%04x:%06x:%06x:%08x:%016llx:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:%02x:"
                   "%02x:%02x:%02x:%08x:",
-                  0u, 0u, qpn, psn, rkey, static_cast<unsigned long long>(vaddr), b(0), b(1), b(2), b(3), b(4), b(5),
+                  0u, out_reads, qpn, psn, rkey, static_cast<unsigned long long>(vaddr), b(0), b(1), b(2), b(3), b(4), b(5),
                   b(6), b(7), b(8), b(9), b(10), b(11), b(12), b(13), b(14), b(15), 0u);
     return std::string(msg, sizeof msg);
 }
 
 // The peer: a queue pair and a region on function 1, speaking perftest from `fd`.
 struct perftest_peer {
+    perf::test_kind kind;
     bool client;
     perftest_socket sock;
     std::unique_ptr<rig::nic> nic;
@@ -142,11 +150,11 @@ struct perftest_peer {
     std::string theirs;  // rig-perf's first line: every later H0 must be the same bytes
     std::optional<perf::lane> lane;
 
-    perftest_peer(bool c, int fd, served_function& f, std::uint64_t h)
-        : client(c), sock(fd), nic(f.open()), buf(value(nic->allocate(2 * h, rig::access::remote))),
+    perftest_peer(perf::test_kind k, bool c, int fd, served_function& f, std::uint64_t h)
+        : kind(k), client(c), sock(fd), nic(f.open()), buf(value(nic->allocate(2 * h, rig::access::remote))),
           qp(value(nic->make_qp())), half(h) {
         const rig::endpoint e = qp.local();
-        mine = key_line(e.qp, e.psn, buf.key(), buf.address() + half, e.gid);
+        mine = key_line(out_reads_of(kind), e.qp, e.psn, buf.key(), buf.address() + half, e.gid);
     }
     // ctx_xchg_data / ctx_hand_shake: the client writes, then reads; the server reads, then writes.
     void xchg(std::string_view out, std::string_view want, std::string_view what) const {
@@ -167,12 +175,13 @@ struct perftest_peer {
         sock.write(out);
         return got;
     }
-    // P: exchange_versions, check_sys_data, check_mtu (we offer 4096, "5"; rig-perf "3", 1024).
+    // P: exchange_versions, check_sys_data, check_mtu (we offer 1024, "3"; rig-perf "5", 4096: the
+    // path MTU its port's Ethernet MTU of 9000 carries, nic::path_mtu; both then use the smaller).
     void preamble() const {
         xchg(version_msg(), version_msg(), "the version");
         xchg(be32(4096), be32(4096), "cycle_buffer");
         xchg(be32(64), be32(64), "cache_line_size");
-        xchg(std::string("5\0", 2), std::string("3\0", 2), "the MTU");
+        xchg(std::string("3\0", 2), std::string("5\0", 2), "the MTU");
     }
     // The first line rig-perf sends: 108 bytes in KEY_PRINT_FMT_GID, re-printed identically.
     void first_line() {
@@ -189,7 +198,8 @@ struct perftest_peer {
         for (std::size_t i = 0; i < 16; ++i) {
             gid[i] = static_cast<std::byte>(g[i]);
         }
-        REQUIRE(key_line(qpn, psn, rkey, vaddr, gid) == theirs);
+        CHECK(reads == out_reads_of(kind));  // perftest's value for this test, not 0
+        REQUIRE(key_line(reads, qpn, psn, rkey, vaddr, gid) == theirs);
         const auto mac = perf::mac_from_gid(gid);
         REQUIRE(mac.has_value());
         rig::test::ok(qp.connect(rig::endpoint{qpn, psn, gid, *mac}));
@@ -309,15 +319,31 @@ struct bench {
             rp.o.server = "127.0.0.1";
             rp.o.port = port;
             rp.start();
-            peer.emplace(false, accept_within(listener), m1, half);
+            peer.emplace(k, false, accept_within(listener), m1, half);
         } else {
             ::close(listen_socket(port));  // a free port for rig-perf's server
             rp.o.port = port;
             rp.start();
-            peer.emplace(true, connect_retrying(port), m1, half);
+            peer.emplace(k, true, connect_retrying(port), m1, half);
         }
     }
 };
+
+// perftest's REPORT_FMT and REPORT_FMT_EXT (perftest_parameters.h; the latter for a Gb/s
+// average under 0.1), then REPORT_EXT: how print_full_bw_report prints a report's row.
+std::string report_row(std::uint64_t size, std::uint64_t iters, double peak, double avg, double rate, bool gbits) {
+    char line[256];
+    if (gbits && avg < 0.1) {
+        std::snprintf(line, sizeof line, " %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf\n",
+                      size, iters, peak, avg, rate);
+    } else {
+        std::snprintf(line, sizeof line, " %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t     %-7.6lf\n", size,
+                      iters, peak, avg, rate);
+    }
+    return line;
+}
+
+std::string be_double(double v) { return be64(std::bit_cast<std::uint64_t>(v)); }
 
 auto all_to_64 = [](perf::options& o) {
     o.all_sizes = true;
@@ -375,11 +401,84 @@ TEST_CASE("perftest peer: write_bw -a, rig-perf server (passive until the client
         CHECK(from_be64(zeros) == 0);  // the server's my_bw_rep, never filled (perftest: stack garbage)
     }
     p.close("the closing handshake");
-    b.rp.finish();
+    const std::string text = b.rp.finish();
+    INFO(text);
     REQUIRE(b.rp.result.has_value());
     REQUIRE(b.rp.result->bw.size() == 1);  // it prints the client's row, once
     CHECK(b.rp.result->bw[0].bytes == 64);
     CHECK(b.rp.result->bw[0].bw_average_mib == last.bw_average_mib);
+    // print_full_bw_report(rem_bw_rep): the client's figures, exactly as the client printed them
+    CHECK(text.find(report_row(64, last.iterations, last.bw_peak_mib, last.bw_average_mib, last.msg_rate_mpps, false)) !=
+          std::string::npos);
+}
+
+// A perftest client with --report_gbits sends its figures in Gb/s (print_report_bw divides by
+// the report format's factor before xchg_bw_reports): the server, run with the same flag,
+// prints them as they came, with six decimals under 0.1 Gb/s (REPORT_FMT_EXT).
+TEST_CASE("perftest peer: write_bw --report_gbits, rig-perf server prints the client's Gb/s report as sent",
+          "[model][perf]") {
+    // 0: 64 KiB; 1: 2 B at 0.04 Gb/s; 2: the client ran 64 KiB, the server was given 4 KiB
+    // (perftest prints the client's report regardless; rig-perf too, with a warning on stderr)
+    const int variant = GENERATE(0, 1, 2);
+    INFO("variant " << variant);
+    const bool small = variant == 1;
+    const double peak = small ? 0.042350 : 94.24, avg = small ? 0.042185 : 92.28, rate = small ? 2.636533 : 0.176002;
+    const std::uint64_t size = small ? 2 : 65536;
+    bench b(perf::test_kind::write_bw, false, 65536, [&](perf::options& o) {
+        o.report_gbits = true;
+        o.size = variant == 2 ? 4096 : size;
+    });
+    auto& p = *b.peer;
+    p.preamble();
+    p.first_line();
+    p.h0("QP 0's line after connect");
+    p.h0("the handshake after RTR");
+    // the client's run (its figures are the script's here: the server only waits), then H0 R C
+    p.h0("the server's handshake after the run");
+    for (const auto& f : {be64(size), be64(5000), be_double(peak), be_double(avg), be_double(rate)}) {
+        CHECK(from_be64(p.xchg_read(f, 8, "the server's report field")) == 0);
+    }
+    p.close("the closing handshake");
+    const std::string text = b.rp.finish();
+    INFO(text);
+    REQUIRE(b.rp.result.has_value());
+    CHECK(text.find(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n") !=
+          std::string::npos);
+    CHECK(text.find(report_row(size, 5000, peak, avg, rate, true)) != std::string::npos);
+    REQUIRE(b.rp.result->bw.size() == 1);
+    CHECK(b.rp.result->bw[0].bw_average_mib == Approx(avg * 125000000.0 / 1048576));  // kept in MiB/s
+}
+
+// read_bw.c as the server, rig-perf the client: rig-perf's QP line offers 16 outstanding reads
+// (checked in first_line), and with --report_gbits its report carries the Gb/s figures it
+// printed.
+TEST_CASE("perftest peer: read_bw --report_gbits, rig-perf client (out_reads 16, its report as printed)",
+          "[model][perf]") {
+    bench b(perf::test_kind::read_bw, true, 4096, [](perf::options& o) {
+        o.report_gbits = true;
+        o.size = 4096;
+    });
+    auto& p = *b.peer;
+    p.preamble();
+    p.first_line();
+    p.h0("QP 0's line after connect");
+    p.h0("the handshake after RTR");
+    p.h0("the client's handshake after its run");
+    const std::uint64_t size = from_be64(p.xchg_read(be64(0), 8, "the report's size"));
+    const std::uint64_t iters = from_be64(p.xchg_read(be64(0), 8, "the report's iterations"));
+    double f[3] = {};
+    for (double& v : f) {
+        v = std::bit_cast<double>(from_be64(p.xchg_read(be64(0), 8, "a report figure")));
+    }
+    p.close("the closing handshake");
+    const std::string text = b.rp.finish();
+    INFO(text);
+    REQUIRE(b.rp.result.has_value());
+    CHECK(size == 4096);
+    CHECK(iters == 20);
+    CHECK(f[1] > 0);
+    CHECK(text.find(report_row(size, iters, f[0], f[1], f[2], true)) != std::string::npos);  // Gb/s, as printed
+    CHECK(text.find(" OUT 0x10 ") != std::string::npos);  // perftest's READ_FMT in its address line
 }
 
 // write_lat.c: an extra handshake before the QP lines, no message around or between the sizes,

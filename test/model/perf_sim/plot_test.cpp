@@ -202,14 +202,14 @@ TEST_CASE("plot: one size gives one point per series, centred", "[perf][plot]") 
     CHECK(lines[0][0].first == Approx(450.0));
 }
 
-TEST_CASE("plot: not .svg, an unwritable path, an empty report or a NaN are errors that write nothing",
+TEST_CASE("plot: neither .svg nor .png, an unwritable path, an empty report or a NaN are errors that write nothing",
           "[perf][plot]") {
     temp_dir d;
     const perf::run_report r = bw_report(64);
-    auto png = perf::write_plot(d.path + "/x.png", r);
-    REQUIRE_FALSE(png.has_value());
-    CHECK(png.error() == "--plot: only SVG is written (" + d.path + "/x.png)");
-    CHECK_FALSE(std::filesystem::exists(d.path + "/x.png"));
+    auto jpg = perf::write_plot(d.path + "/x.jpg", r);  // SVG or PNG (plot_png_test in test/unit/perf)
+    REQUIRE_FALSE(jpg.has_value());
+    CHECK(jpg.error() == "--plot " + d.path + "/x.jpg: names neither an SVG nor a PNG file (a name ending in .svg or .png)");
+    CHECK_FALSE(std::filesystem::exists(d.path + "/x.jpg"));
 
     const std::string nowhere = d.path + "/no-such-dir/x.svg";
     auto bad = perf::write_plot(nowhere, r);

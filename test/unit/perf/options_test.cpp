@@ -99,14 +99,20 @@ TEST_CASE("rig-perf options: short, long, attached and = forms", "[unit][perf]")
     CHECK(s.sim);
     CHECK(*s.plot_path == "out.svg");
     CHECK(*ok({"write_lat", "--sim", "--plot=o.svg"}).plot_path == "o.svg");
+    CHECK(*ok({"write_bw", "--sim", "--plot", "out.png"}).plot_path == "out.png");  // SVG or PNG
+    CHECK(*ok({"write_bw", "--sim", "--plot=dir/Out.PNG"}).plot_path == "dir/Out.PNG");
     CHECK(ok({"-h"}).help);
     CHECK(ok({"write_bw", "--help"}).help);
     CHECK(ok({"write_bw", "-d", dev, "-n", "5"}).iterations == 5);
 }
 
 TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]") {
-    CHECK(refused({"write_lat", "--sim", "--plot", "out.png"}) ==
-          "--plot out.png: only SVG is written (a name ending in .svg)");
+    // a format rig-perf cannot write is refused before the run, naming the file and the choices
+    for (const char* bad : {"out.jpg", "out", "svg", ".png", "out.png.txt", "out.svgz"}) {
+        INFO(bad);
+        CHECK(refused({"write_lat", "--sim", "--plot", bad}) ==
+              std::string("--plot ") + bad + ": names neither an SVG nor a PNG file (a name ending in .svg or .png)");
+    }
     CHECK(refused({}) == "no test named (write_bw, write_lat, read_bw, read_lat, send_bw, send_lat)");
     CHECK(refused({"ping_bw", "-d", dev}) ==
           "unknown test 'ping_bw' (write_bw, write_lat, read_bw, read_lat, send_bw, send_lat)");

@@ -177,3 +177,27 @@ TEST_CASE("stats: bandwidth average, peak and message rate", "[unit][perf]") {
     CHECK(d.bw_peak_mib == 0);
     CHECK(d.msg_rate_mpps == Approx(0.0005));
 }
+
+TEST_CASE("report: the bandwidth report goes on the wire in the unit the table prints", "[unit][perf]") {
+    const bw_row r{65536, 5000, 11234.567, 11000.1, 0.176002};
+    const bw_report_wire mib = wire_of(r, false);
+    CHECK(mib.size == 65536);
+    CHECK(mib.iters == 5000);
+    CHECK(mib.bw_peak == 11234.567);
+    CHECK(mib.bw_avg == 11000.1);
+    CHECK(mib.msg_rate == 0.176002);
+    const bw_report_wire g = wire_of(r, true);  // perftest: bw / 125000000 instead of / 0x100000
+    CHECK(g.bw_peak == Approx(11234.567 * 1048576 / 125e6));
+    CHECK(g.bw_avg == Approx(92.2755).epsilon(1e-5));
+    CHECK(g.msg_rate == 0.176002);  // Mpps either way
+    for (const bool gbits : {false, true}) {
+        INFO("gbits " << gbits);
+        // the server's row from the client's report prints what the client printed
+        CHECK(bw_row_line(row_of(wire_of(r, gbits), gbits), gbits) == bw_row_line(r, gbits));
+        const bw_row small{2, 5000, 5.04848, 5.02881, 2.636533};
+        CHECK(bw_row_line(row_of(wire_of(small, gbits), gbits), gbits) == bw_row_line(small, gbits));
+    }
+    // a perftest client's Gb/s figures, printed by a --report_gbits server as they came
+    CHECK(bw_row_line(row_of({65536, 5000, 94.24, 92.28, 0.176002}, true), true) ==
+          " 65536      5000             94.24              92.28  \t\t     0.176002\n");
+}
