@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/temp_dir.hpp"
 #include "driver/function.hpp"
 #include "firmware/mlx5/command_queue.hpp"
 #include "sim/mlx5/function_model.hpp"
@@ -16,20 +17,11 @@
 
 namespace rig::test {
 
+// A model function's socket in a fresh directory (`dir`, for rig-nicsim's --socket-dir too).
 struct temp_socket {
-    std::string dir;
-    temp_socket() {
-        char tmpl[] = "/tmp/rig-mlx5-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        dir = tmpl;
-    }
-    ~temp_socket() {
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
-    temp_socket(const temp_socket&) = delete;
-    temp_socket& operator=(const temp_socket&) = delete;
-    std::string path() const { return dir + "/mlx5.sock"; }
+    temp_dir made{"rig-mlx5"};
+    const std::string& dir = made.path;
+    std::string path() const { return made.file("mlx5.sock"); }
 };
 
 // A command's input for the tests: the layout's size plus `extra` trailing bytes.

@@ -202,9 +202,12 @@ TEST_CASE("rig-nicsim --delay-us delays frames both ways: a write completes afte
     expect_done(t.a, rig::side::send, 100, 5s);
     const auto took = std::chrono::steady_clock::now() - posted;
     // both ways (one way would be 150 ms); a frame is stamped with the clock its data-path pass
-    // read when it began, which may lag under load: 50 ms of slack
+    // read when it began, which may lag under load: 50 ms of slack. Retries exhausted would fail
+    // the write (expect_done); the upper bound only says it did not hang, as a loaded CI host
+    // can hold the model off its core for a few hundred ms (623 ms once seen, against 300).
+    INFO((std::chrono::duration<double, std::milli>(took).count()) << " ms");
     CHECK(took >= 250ms);
-    CHECK(took < 8 * 67ms);
+    CHECK(took < 2s);
     CHECK(pattern_mismatch(t.r1.data(), 100, 9) == 100);
     rig::test::ok(t.n0->close());
     rig::test::ok(t.n1->close());

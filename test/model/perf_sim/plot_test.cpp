@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/temp_dir.hpp"
 #include "tools/rig-perf/plot.hpp"
 
 namespace {
@@ -84,15 +85,7 @@ std::vector<std::vector<std::pair<double, double>>> polylines(const std::string&
     return out;
 }
 
-struct temp_dir {
-    std::string path;
-    temp_dir() {
-        char t[] = "/tmp/rig-perf-plot-XXXXXX";
-        REQUIRE(::mkdtemp(t) != nullptr);
-        path = t;
-    }
-    ~temp_dir() { std::filesystem::remove_all(path); }
-};
+using rig::test::temp_dir;
 
 std::string slurp(const std::string& path) {
     std::ifstream f(path);

@@ -20,6 +20,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/temp_dir.hpp"
 #include "tools/rig-perf/sim_session.hpp"
 
 namespace {
@@ -36,15 +37,7 @@ std::string env(const char* name) {
 
 // A fresh, short TMPDIR for one run: the session's directory is made inside it, so "nothing
 // left" is "this folder is empty and no process names it".
-struct temp_dir {
-    std::string path;
-    temp_dir() {
-        char t[] = "/tmp/rig-perf-sim-test-XXXXXX";
-        REQUIRE(::mkdtemp(t) != nullptr);
-        path = t;
-    }
-    ~temp_dir() { fs::remove_all(path); }
-};
+using rig::test::temp_dir;
 
 // Processes (other than us) whose command line mentions `text`.
 std::vector<std::string> processes_naming(const std::string& text) {

@@ -17,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/temp_dir.hpp"
 #include "tools/rig-perf/plot.hpp"
 #include "tools/rig-perf/png.hpp"
 
@@ -165,15 +166,7 @@ bytes slurp(const std::string& path) {
     return bytes(std::istreambuf_iterator<char>(f), {});
 }
 
-struct temp_dir {
-    std::string path;
-    temp_dir() {
-        char t[] = "/tmp/rig-perf-png-XXXXXX";
-        REQUIRE(::mkdtemp(t) != nullptr);
-        path = t;
-    }
-    ~temp_dir() { std::filesystem::remove_all(path); }
-};
+using rig::test::temp_dir;
 
 }  // namespace
 

@@ -19,19 +19,8 @@ namespace rig::test {
 
 namespace abi = rig::vfio_user::abi;
 
-temp_dir::temp_dir() {
-    char tmpl[] = "/tmp/rig-vu-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-}
-
-temp_dir::~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-}
-
 local_server::local_server(sim::vfio_user::server_options o) {
-    auto s = sim::vfio_user::server::create(dir.socket(), dev, o);
+    auto s = sim::vfio_user::server::create(socket_in(dir), dev, o);
     REQUIRE(s.has_value());
     srv = std::move(*s);
     dev.attach(*srv);
@@ -54,7 +43,7 @@ child_server::child_server() {
     REQUIRE(exe != nullptr);
     int ready[2];
     REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
-    const std::string sock = dir.socket();
+    const std::string sock = socket_in(dir);
     pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {

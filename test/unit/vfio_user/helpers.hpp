@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "test/temp_dir.hpp"
 #include "abi/vfio_user/protocol.hpp"
 #include "driver/function.hpp"
 #include "sim/vfio_user/server.hpp"
@@ -20,13 +21,8 @@ namespace rig::test {
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
 
-// A fresh directory under /tmp, removed with what is in it.
-struct temp_dir {
-    std::string path;
-    temp_dir();
-    ~temp_dir();
-    std::string socket() const { return path + "/dev.sock"; }
-};
+// The test device's socket in `d` (test/temp_dir.hpp).
+inline std::string socket_in(const temp_dir& d) { return d.file("dev.sock"); }
 
 // The test device served by a server thread in this process.
 struct local_server {
@@ -34,7 +30,7 @@ struct local_server {
     test_device dev;
     std::unique_ptr<sim::vfio_user::server> srv;
     explicit local_server(sim::vfio_user::server_options o = {});
-    std::string where() const { return "vfio-user:" + dir.socket(); }
+    std::string where() const { return "vfio-user:" + socket_in(dir); }
     // until no client is connected and `served` clients have ended (bounded)
     bool wait_served(std::uint64_t served, std::chrono::milliseconds bound = 2000ms) const;
 };
@@ -45,7 +41,7 @@ struct child_server {
     pid_t pid = -1;
     child_server();
     ~child_server();
-    std::string where() const { return "vfio-user:" + dir.socket(); }
+    std::string where() const { return "vfio-user:" + socket_in(dir); }
     void kill_now();   // SIGKILL and reap
 };
 

@@ -60,7 +60,7 @@ std::uint32_t device_copy(function& f, std::uint64_t src, std::uint64_t dst, std
 TEST_CASE("vfio-user: open negotiates; the socket is 0600; config space by message", "[vfio_user]") {
     local_server s;
     struct stat st{};
-    REQUIRE(::stat(s.dir.socket().c_str(), &st) == 0);
+    REQUIRE(::stat(socket_in(s.dir).c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
 
     auto f = open_ok(s.where());
@@ -330,7 +330,7 @@ TEST_CASE("vfio-user: clients one after another; a vanished client's state is dr
     REQUIRE(s.wait_served(1));
     {
         // a client that maps memory and enables interrupts, then vanishes without a word
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.handshake();
         auto mem = dma_memory::allocate(8192, page_choice::small_only);
         REQUIRE(mem);
@@ -374,9 +374,9 @@ TEST_CASE("vfio-user server: a stale socket is replaced; a live one or another f
     temp_dir d;
     test_device dev;
     {
-        auto first = vu::server::create(d.socket(), dev);
+        auto first = vu::server::create(socket_in(d), dev);
         REQUIRE(first);
-        auto second = vu::server::create(d.socket(), dev);   // the first still listens
+        auto second = vu::server::create(socket_in(d), dev);   // the first still listens
         REQUIRE_FALSE(second);
         CHECK_THAT(second.error(), Catch::Contains("already listens"));
     }
@@ -384,15 +384,15 @@ TEST_CASE("vfio-user server: a stale socket is replaced; a live one or another f
     const int stale = ::socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, d.socket().c_str(), sizeof a.sun_path - 1);
+    std::strncpy(a.sun_path, socket_in(d).c_str(), sizeof a.sun_path - 1);
     REQUIRE(::bind(stale, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
     ::close(stale);
     {
-        auto replaced = vu::server::create(d.socket(), dev);
+        auto replaced = vu::server::create(socket_in(d), dev);
         REQUIRE(replaced);
         dev.attach(**replaced);
         (*replaced)->start();
-        auto f = open_ok("vfio-user:" + d.socket());
+        auto f = open_ok("vfio-user:" + socket_in(d));
         CHECK(f->config_read16(0) == vendor_id);
     }
     const std::string file = d.path + "/not-a-socket";

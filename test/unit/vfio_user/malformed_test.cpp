@@ -53,41 +53,41 @@ void still_serving(const local_server& s) {
 TEST_CASE("vfio-user server: broken framing closes the connection, and only that one", "[vfio_user][malformed]") {
     local_server s(fast());
     SECTION("a truncated header, then the client goes") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         const std::byte half[8] = {};
         c.send_bytes(half);
     }
     SECTION("msg_size below the header") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.send(cmd(command::version), {}, {}, 8);
         CHECK(c.closed_by_peer());
     }
     SECTION("msg_size of 4 GiB") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.send(cmd(command::version), {}, {}, 0xfffffff0u);
         CHECK(c.closed_by_peer());
     }
     SECTION("a body that never comes") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.send(cmd(command::version), {}, {}, 100);
         const auto t0 = steady_clock::now();
         CHECK(c.closed_by_peer(2000ms));
         CHECK(ms_since(t0) < 1000);
     }
     SECTION("a command before VERSION") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.send(cmd(command::device_get_info), bytes_of(abi::device_info{16, 0, 0, 0}));
         CHECK(error_of(c) == EINVAL);
         CHECK(c.closed_by_peer());
     }
     SECTION("an unsupported major version") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.send(cmd(command::version), bytes_of(abi::version{1, 0}));
         CHECK(error_of(c) == ENOTSUP);
         CHECK(c.closed_by_peer());
     }
     SECTION("malformed capabilities") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         const char text[] = "{\"capabilities\":{\"max_msg_fds\":\"many\"}}";
         std::vector<std::byte> p(4 + sizeof text);
         std::memcpy(p.data() + 4, text, sizeof text);
@@ -96,7 +96,7 @@ TEST_CASE("vfio-user server: broken framing closes the connection, and only that
         CHECK(c.closed_by_peer());
     }
     SECTION("capabilities without their NUL") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         const char text[] = "{}";
         std::vector<std::byte> p(4 + 2);
         std::memcpy(p.data() + 4, text, 2);
@@ -105,7 +105,7 @@ TEST_CASE("vfio-user server: broken framing closes the connection, and only that
         CHECK(c.closed_by_peer());
     }
     SECTION("a reply nobody asked for") {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.handshake();
         c.send(cmd(command::dma_read), {}, {}, {}, abi::flag_type_reply);
         CHECK(c.closed_by_peer());
@@ -117,7 +117,7 @@ TEST_CASE("vfio-user server: broken framing closes the connection, and only that
 TEST_CASE("vfio-user server: short, bad and unknown commands get error replies", "[vfio_user][malformed]") {
     local_server s(fast());
     {
-        raw_conn c(s.dir.socket());
+        raw_conn c(socket_in(s.dir));
         c.handshake();
         // every command's payload two bytes long: too short for any of them
         const std::byte two[2] = {};
@@ -247,7 +247,7 @@ struct fake_server {
         listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_un a{};
         a.sun_family = AF_UNIX;
-        std::strncpy(a.sun_path, dir.socket().c_str(), sizeof a.sun_path - 1);
+        std::strncpy(a.sun_path, socket_in(dir).c_str(), sizeof a.sun_path - 1);
         REQUIRE(::bind(listen_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
         REQUIRE(::listen(listen_fd, 1) == 0);
         thread = std::thread([this, script] {
@@ -266,7 +266,7 @@ struct fake_server {
         }
         ::close(listen_fd);
     }
-    std::string where() const { return "vfio-user:" + dir.socket(); }
+    std::string where() const { return "vfio-user:" + socket_in(dir); }
 };
 
 void answer_version(raw_conn& c, std::string_view json = "{}") {
