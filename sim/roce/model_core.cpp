@@ -28,6 +28,7 @@ void model_core::join(station& s) {
         throw std::invalid_argument("model_core::join: the station has already joined " + _name);
     }
     _joining.push_back(&s);
+    _joiners.store(true, std::memory_order_release);
     _wake.notify_all();
 }
 
@@ -40,12 +41,11 @@ void model_core::leave(station& s) noexcept {
 
 bool model_core::round() {
     std::lock_guard r(_round_lock);
-    {
+    if (_joiners.load(std::memory_order_acquire)) {  // a rare event: no second lock per round otherwise
         std::lock_guard g(_list_lock);
-        if (!_joining.empty()) {
-            _stations.insert(_stations.end(), _joining.begin(), _joining.end());
-            _joining.clear();
-        }
+        _stations.insert(_stations.end(), _joining.begin(), _joining.end());
+        _joining.clear();
+        _joiners.store(false, std::memory_order_relaxed);
     }
     bool worked = false;
     for (station* s : _stations) {

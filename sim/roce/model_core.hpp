@@ -77,6 +77,7 @@ private:
     std::mutex _list_lock;
     std::condition_variable _wake;
     std::vector<station*> _joining;  // guarded by _list_lock; moved to _stations by the thread
+    std::atomic<bool> _joiners{false};  // !_joining.empty(), read by the thread without the lock
     bool _stop = false;              // guarded by _list_lock
     std::atomic<bool> _stopping{false};
     std::atomic<std::uint64_t> _rounds{0};
