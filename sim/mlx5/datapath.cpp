@@ -9,6 +9,8 @@
 #include "abi/bits.hpp"
 #include "abi/mlx5/ifc/qp.hpp"
 #include "abi/mlx5/ifc/resources.hpp"
+// after the ifc headers, as in doorbells.cpp: its rig::mlx5::abi would hide rig::abi from them
+#include "abi/mlx5/doorbell.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/dma_space.hpp"
 #include "sim/vfio_user/log.hpp"
@@ -190,9 +192,9 @@ void datapath::follow_objects() {
         if (slot.dbr_addr != cq.dbr_addr) {  // a new CQ (or one made again): arms count from now
             slot.dbr_addr = cq.dbr_addr;
             std::array<std::byte, 4> word{};
-            // DW1 of the record: the arm word (MLX5_CQ_ARM_DB)
-            slot.arm_word = _dma != nullptr && _dma->read(cq.dbr_addr + 4, word) ? abi::load_be<std::uint32_t>(word.data())
-                                                                               : 0;
+            slot.arm_word = _dma != nullptr && _dma->read(cq.dbr_addr + rig::mlx5::abi::cq_dbr::arm, word)
+                                ? abi::load_be<std::uint32_t>(word.data())
+                                : 0;
         }
     }
 }
