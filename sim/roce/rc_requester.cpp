@@ -12,10 +12,6 @@ using proto::psn_diff;
 
 namespace {
 
-std::uint32_t packets_of(std::uint64_t bytes, std::uint32_t mtu) noexcept {
-    return bytes == 0 ? 1u : static_cast<std::uint32_t>((bytes + mtu - 1) / mtu);
-}
-
 // FIRST/MIDDLE/LAST/ONLY of a message kind (spec table 38: the four are consecutive codes).
 proto::opcode segment_opcode(proto::opcode first, std::uint32_t seg, std::uint32_t packets) noexcept {
     const auto base = static_cast<std::uint8_t>(first);

@@ -38,10 +38,6 @@ request_kind classify(opcode op) noexcept {
     }
 }
 
-std::uint32_t packets_of(std::uint64_t bytes, std::uint32_t mtu) noexcept {
-    return bytes == 0 ? 1u : static_cast<std::uint32_t>((bytes + mtu - 1) / mtu);
-}
-
 }  // namespace
 
 void rc_qp::on_request(const proto::decoded& packet) noexcept {

@@ -14,6 +14,11 @@ namespace rig::sim::roce {
 inline constexpr std::size_t max_sge = 16;             // scatter/gather entries per request
 inline constexpr std::size_t max_inline = 256;         // inline bytes a send request carries
 inline constexpr std::uint64_t max_message = 1ull << 31;  // IB: a message is at most 2^31 bytes
+// Packets of one message at path MTU `mtu`: a zero-length message is still one packet (an ONLY
+// with no payload), which takes a PSN like any other.
+inline constexpr std::uint32_t packets_of(std::uint64_t bytes, std::uint32_t mtu) noexcept {
+    return bytes == 0 ? 1u : static_cast<std::uint32_t>((bytes + mtu - 1) / mtu);
+}
 
 // One piece of local memory: a region's key (L_Key), a virtual address in it, a length.
 struct sge {
