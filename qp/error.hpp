@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <expected>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,10 @@ struct error {
 
 template <class T>
 using result = std::expected<T, error>;
+
+// Misuse is the caller's bug: thrown, never returned (DESIGN.md §2). Cold, so that the checks on
+// the posting path stay a compare and a not-taken branch.
+[[noreturn, gnu::cold]] inline void misuse(const std::string& what) { throw std::invalid_argument(what); }
 
 // "<call>: <firmware message>", with the firmware's numbers.
 inline error firmware_error(std::string_view call, const firmware::mlx5::error& e) {

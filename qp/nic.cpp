@@ -23,7 +23,6 @@ bool firmware_gone(const fw::error& e) {
     return e.kind == fw::error_kind::timeout || e.kind == fw::error_kind::fatal;
 }
 
-[[noreturn]] void misuse(const std::string& what) { throw std::invalid_argument(what); }
 
 }  // namespace
 

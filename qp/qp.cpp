@@ -17,8 +17,6 @@ namespace mabi = ::rig::mlx5::abi;
 
 namespace {
 
-[[noreturn, gnu::cold]] void misuse(const std::string& what) { throw std::invalid_argument(what); }
-
 void check_length(std::size_t n, const char* call) {
     // 2^31 itself is one message: abi's typed writers make it two data segments (entry.hpp)
     if (n > static_cast<std::size_t>(mabi::max_message)) [[unlikely]] {

@@ -14,10 +14,6 @@ namespace rig {
 
 namespace fw = firmware::mlx5;
 
-namespace {
-[[noreturn]] void misuse(const std::string& what) { throw std::invalid_argument(what); }
-}  // namespace
-
 // ---- the handle -----------------------------------------------------------------------------
 
 const detail::region_state& region::live(const char* call) const {

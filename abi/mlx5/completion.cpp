@@ -65,13 +65,13 @@ bool known_opcode(std::uint8_t op) {
 
 std::expected<completion, std::string> decode(std::span<const std::byte, cqe_size> c) {
     const std::uint8_t op_own = cqe_op_own(c);
-    const std::uint8_t op = op_own >> 4;
-    if (!known_opcode(op)) {
-        return std::unexpected("mlx5 CQE: unknown opcode " + std::to_string(op) + " (op_own " +
+    const std::uint8_t opcode = op_own >> 4;
+    if (!known_opcode(opcode)) {
+        return std::unexpected("mlx5 CQE: unknown opcode " + std::to_string(opcode) + " (op_own " +
                                hex(op_own) + ")");
     }
     completion x{};
-    x.opcode = static_cast<cqe_opcode>(op);
+    x.opcode = static_cast<cqe_opcode>(opcode);
     x.format = (op_own >> 2) & 3;
     x.solicited = (op_own & 2) != 0;
     x.owner = (op_own & 1) != 0;

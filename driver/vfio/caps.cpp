@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "abi/bits.hpp"
+
 namespace rig::driver::vfio {
 
 namespace {
@@ -21,15 +23,7 @@ bool inside(std::span<const std::byte> b, std::uint64_t at, std::uint64_t bytes)
     return at <= b.size() && bytes <= b.size() - at;
 }
 
-std::string hex(std::uint64_t v) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    do {
-        s.insert(s.begin(), digits[v & 0xf]);
-        v >>= 4;
-    } while (v != 0);
-    return "0x" + s;
-}
+using ::rig::abi::hex;  // "0x1f" in messages
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "abi/bits.hpp"
 #include "driver/log.hpp"
 #include "driver/vfio/caps.hpp"
 #include "driver/vfio/iommu.hpp"
@@ -24,11 +25,7 @@ namespace rig::driver::vfio {
 
 namespace {
 
-std::string hex(std::uint64_t v) {
-    char buf[19];
-    const int n = std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return std::string(buf, static_cast<std::size_t>(n));
-}
+using ::rig::abi::hex;  // "0x1f" in messages
 
 class container_space final : public dma_space {
 public:

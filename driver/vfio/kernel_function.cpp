@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 
+#include "abi/bits.hpp"
 #include "driver/backends.hpp"
 #include "driver/log.hpp"
 #include "driver/vfio/caps.hpp"
@@ -27,11 +28,7 @@ namespace {
 
 constexpr std::uint64_t small_page = 4096;
 
-std::string hex(std::uint64_t v) {
-    char buf[19];
-    const int n = std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return std::string(buf, static_cast<std::size_t>(n));
-}
+using ::rig::abi::hex;  // "0x1f" in messages
 
 std::string_view irq_name(irq_kind k) {
     switch (k) {

@@ -19,13 +19,6 @@ using rcap = ifc::roce_cap;
 constexpr std::size_t cap_page_at = ifc::query_hca_cap_out::capability.whole().byte_offset();
 constexpr std::size_t cap_union_bytes = ifc::hca_cap_union::size_bytes;
 
-error plain_error(error_kind kind, std::string message) {
-    error e;
-    e.kind = kind;
-    e.message = std::move(message);
-    return e;
-}
-
 
 }  // namespace
 

@@ -22,13 +22,6 @@ using iseg = ifc::initial_seg;
 // The byte offset of the big-endian dword that holds a field of the initialization segment.
 constexpr std::uint64_t dword_of(abi::field f) noexcept { return f.off / 32 * 4; }
 
-error transport_error(std::string message) {
-    error e;
-    e.kind = error_kind::transport;
-    e.message = std::move(message);
-    return e;
-}
-
 // "CREATE_QP (0x500)" or "MANAGE_PAGES (0x108) op_mod 0x1"
 std::string command_name(ifc::opcode op, std::uint16_t op_mod) {
     std::string s(ifc::to_string(op));

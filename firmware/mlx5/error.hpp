@@ -7,6 +7,7 @@
 #include <expected>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "abi/mlx5/ifc/cmd.hpp"
 #include "abi/mlx5/ifc/cmdq.hpp"
@@ -47,6 +48,15 @@ struct error {
     std::uint32_t syndrome = 0;                                               // kind == status
     std::string message;
 };
+
+// An error no command's answer carries (setup, the PCI layer, the health buffer), said by `message`.
+inline error plain_error(error_kind kind, std::string message) {
+    error e;
+    e.kind = kind;
+    e.message = std::move(message);
+    return e;
+}
+inline error transport_error(std::string message) { return plain_error(error_kind::transport, std::move(message)); }
 
 template <class T>
 using result = std::expected<T, error>;

@@ -81,10 +81,7 @@ bool is_qp_event(event_type t) noexcept {
 }
 
 error events_error(error_kind kind, std::string message) {
-    error e;
-    e.kind = kind;
-    e.message = "mlx5 events: " + std::move(message);
-    return e;
+    return plain_error(kind, "mlx5 events: " + std::move(message));
 }
 
 // Where an EQ's buffer goes when CREATE_EQ times out and the caller named no report.

@@ -24,13 +24,6 @@ error with_prefix(error e, const std::string& prefix) {
     return e;
 }
 
-error plain_error(error_kind kind, std::string message) {
-    error e;
-    e.kind = kind;
-    e.message = std::move(message);
-    return e;
-}
-
 bool firmware_gone(const error& e) { return e.kind == error_kind::timeout || e.kind == error_kind::fatal; }
 
 

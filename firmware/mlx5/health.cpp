@@ -24,10 +24,7 @@ constexpr std::size_t image_bytes = health_counter_dword + 4;
 static_assert(health_buffer_at == 0x200 && health_buffer_bytes == 0x40 && health_counter_dword == 0x1010);
 
 error fatal(std::string message) {
-    error e;
-    e.kind = error_kind::fatal;
-    e.message = "health: " + std::move(message);
-    return e;
+    return plain_error(error_kind::fatal, "health: " + std::move(message));
 }
 
 }  // namespace

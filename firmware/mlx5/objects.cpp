@@ -34,13 +34,6 @@ bool detail::firmware_may_hold(const error& e) noexcept {
     return e.kind != error_kind::status && e.kind != error_kind::delivery && e.kind != error_kind::bad_input;
 }
 
-error detail::transport_failure(std::string message) {
-    error e;
-    e.kind = error_kind::transport;
-    e.message = std::move(message);
-    return e;
-}
-
 // ---- UAR, PD --------------------------------------------------------------------------------
 
 result<std::uint32_t> alloc_uar(command_queue& q, deadline by) {
@@ -91,11 +84,11 @@ result<mapped_memory> mapped_memory::create(driver::function& fn, std::size_t by
     const std::size_t rounded = (bytes + driver::dma_memory::small_page - 1) & ~(driver::dma_memory::small_page - 1);
     auto mem = driver::dma_memory::allocate(rounded, driver::page_choice::small_only);
     if (!mem) {
-        return std::unexpected(detail::transport_failure(what + ": " + mem.error().message));
+        return std::unexpected(transport_error(what + ": " + mem.error().message));
     }
     auto iova = fn.dma_map(*mem, 0, mem->size(), driver::dma_access::read_write);
     if (!iova) {
-        return std::unexpected(detail::transport_failure(what + ": " + iova.error().message));
+        return std::unexpected(transport_error(what + ": " + iova.error().message));
     }
     mapped_memory m;
     m._memory = std::move(*mem);

@@ -41,7 +41,6 @@ namespace detail {
 // status or delivery error (it answered and did nothing) or bad input (nothing was sent);
 // after a timeout, a fatal error, a transport failure or a bad output, it may.
 bool firmware_may_hold(const error& e) noexcept;
-error transport_failure(std::string message);
 }  // namespace detail
 
 // ---- numbers only (§3.4) -----------------------------------------------------------------

@@ -21,10 +21,8 @@ std::vector<std::byte> manage_pages_in(ifc::manage_pages_op_mod op_mod, std::siz
 }
 
 error supply_error(std::string message) {
-    error e;
-    e.kind = error_kind::transport;
+    error e = transport_error(std::move(message));
     e.opcode = ifc::opcode::manage_pages;
-    e.message = std::move(message);
     return e;
 }
 

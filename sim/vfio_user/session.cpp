@@ -18,7 +18,7 @@ using abi::command;
 
 namespace {
 
-constexpr std::uint64_t page = 4096;
+constexpr std::uint64_t host_page = 4096;  // mmap granularity of the areas handed out
 
 template <class T>
 std::span<const std::byte> bytes_of(const T& v) {
@@ -29,11 +29,11 @@ std::span<const std::byte> bytes_of(const T& v) {
 // backed by an fd and by the device's own mapping (which serves REGION_READ/WRITE on them).
 std::vector<shared_area> usable_areas(const region_desc& d) {
     std::vector<shared_area> out;
-    if (d.fd < 0 || d.memory == nullptr || d.fd_offset % page != 0) {
+    if (d.fd < 0 || d.memory == nullptr || d.fd_offset % host_page != 0) {
         return out;
     }
     for (const shared_area& a : d.shared) {
-        if (a.size != 0 && a.offset % page == 0 && a.size % page == 0 && a.offset <= d.size &&
+        if (a.size != 0 && a.offset % host_page == 0 && a.size % host_page == 0 && a.offset <= d.size &&
             a.size <= d.size - a.offset) {
             out.push_back(a);
         }

@@ -15,6 +15,8 @@ enum class test_kind : std::uint8_t { write_bw, write_lat, read_bw, read_lat, se
 constexpr bool is_latency(test_kind k) noexcept {
     return k == test_kind::write_lat || k == test_kind::read_lat || k == test_kind::send_lat;
 }
+constexpr bool is_read(test_kind k) noexcept { return k == test_kind::read_bw || k == test_kind::read_lat; }
+constexpr bool is_send(test_kind k) noexcept { return k == test_kind::send_bw || k == test_kind::send_lat; }
 
 struct options {
     test_kind kind = test_kind::write_bw;

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "tools/rig-perf/report.hpp"  // test_title: the plot is titled as the table is
+
 namespace rig::perf::plot {
 
 namespace {
@@ -94,18 +96,6 @@ struct figure {
     bool right_axis;
     std::vector<double> values;
 };
-
-std::string test_title(test_kind k) {
-    switch (k) {
-    case test_kind::write_bw: return "RDMA_Write BW Test";
-    case test_kind::write_lat: return "RDMA_Write Latency Test";
-    case test_kind::read_bw: return "RDMA_Read BW Test";
-    case test_kind::read_lat: return "RDMA_Read Latency Test";
-    case test_kind::send_bw: return "Send BW Test";
-    case test_kind::send_lat: return "Send Latency Test";
-    }
-    return "rig-perf";
-}
 
 template <class Row>
 std::expected<std::vector<double>, std::string> column(const std::vector<Row>& rows, double Row::*field,

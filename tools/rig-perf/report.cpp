@@ -45,9 +45,6 @@ std::string verb(test_kind k) {
     return "Unknown";
 }
 
-bool is_read(test_kind k) { return k == test_kind::read_bw || k == test_kind::read_lat; }
-bool is_send(test_kind k) { return k == test_kind::send_bw || k == test_kind::send_lat; }
-
 // perftest shows BW figures with 6 decimals when --report_gbits and the average is under 0.1.
 bool more_decimals(const bw_row& r, bool gbits) { return gbits && gbits_of_mib(r.bw_average_mib) < 0.1; }
 

@@ -31,8 +31,6 @@ constexpr std::uint32_t other_out_reads = 1;
 // Receives each SEND-test queue pair keeps posted (perftest's DEF_RX_SEND).
 constexpr std::uint32_t rx_depth = 512;
 
-bool is_send(test_kind k) { return k == test_kind::send_bw || k == test_kind::send_lat; }
-
 std::uint64_t page_round(std::uint64_t n) { return (n + page_size - 1) / page_size * page_size; }
 
 template <class T>
@@ -144,7 +142,7 @@ struct session {
             qps.push_back(std::move(*q));
             const rig::endpoint e = qps.back().local();
             qp_info m;
-            m.out_reads = o.kind == test_kind::read_bw || o.kind == test_kind::read_lat ? rig_out_reads : other_out_reads;
+            m.out_reads = is_read(o.kind) ? rig_out_reads : other_out_reads;
             m.qpn = e.qp;
             m.psn = e.psn;
             m.rkey = regions.back().key();
