@@ -2,6 +2,7 @@
 #include "qp/nic.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -283,7 +284,7 @@ result<queue_pair> nic::make_qp() {
     return queue_pair(this, _qps.back().get());
 }
 
-result<void> nic::connect(detail::qp_state& s, const endpoint& e) {
+result<void> nic::connect(detail::qp_state& s, const endpoint& e, std::uint32_t path_mtu_bytes) {
     std::lock_guard g(_lock);
     if (_closed) {
         misuse("connect: the NIC is closed");
@@ -297,6 +298,12 @@ result<void> nic::connect(detail::qp_state& s, const endpoint& e) {
     if (e.qp > 0xffffff || e.psn > 0xffffff) {
         misuse("connect: endpoint qp " + abi::hex(e.qp) + " or psn " + abi::hex(e.psn) + " is over 24 bits");
     }
+    // qpc.mtu 1..5 is 256 << (mtu - 1) bytes (MLX5_QPC_MTU_*)
+    if (path_mtu_bytes < 256 || path_mtu_bytes > _path_mtu || !std::has_single_bit(path_mtu_bytes)) {
+        misuse("connect: path MTU " + std::to_string(path_mtu_bytes) + " is not one of 256, 512, 1024, 2048, 4096 up to " +
+               "the NIC's " + std::to_string(_path_mtu));
+    }
+    const auto mtu = static_cast<::rig::mlx5::ifc::qpc_mtu>(std::countr_zero(path_mtu_bytes) - 7);
     fw::command_queue& q = commands();
     const auto refused = [&](const char* step, const fw::error& err) -> result<void> {
         note(err);
@@ -323,7 +330,7 @@ result<void> nic::connect(detail::qp_state& s, const endpoint& e) {
         rtr.rmac[i] = std::to_integer<std::uint8_t>(e.mac[i]);
     }
     rtr.gid_index = 0;
-    rtr.mtu = _hca->path_mtu();  // the largest RoCE MTU the port's Ethernet MTU carries
+    rtr.mtu = mtu;
     if (auto r = s.object.init2rtr(q, rtr, by()); !r) {
         return refused("(INIT to RTR)", r.error());
     }

@@ -100,7 +100,7 @@ private:
     result<void> start(std::string_view where, const nic_options& options);
     result<region> add_region(driver::dma_memory memory, access a, const char* call);
     result<void> deregister(detail::region_state& s);
-    result<void> connect(detail::qp_state& s, const endpoint& e);
+    result<void> connect(detail::qp_state& s, const endpoint& e, std::uint32_t path_mtu_bytes);
     result<void> destroy(detail::qp_state& s);
     result<firmware::mlx5::qp_state_info> query(const detail::qp_state& s);
     // Destroys what the firmware still holds of a queue pair: QP, then CQs. Lock held.

@@ -86,7 +86,11 @@ bool queue_pair::connected() const { return live("connected").connected; }
 bool queue_pair::destroyed() const noexcept { return _state == nullptr || _state->destroyed; }
 
 result<void> queue_pair::connect(const endpoint& e) {
-    return _nic->connect(live("connect"), e);
+    return _nic->connect(live("connect"), e, _nic->path_mtu());
+}
+
+result<void> queue_pair::connect(const endpoint& e, std::uint32_t path_mtu_bytes) {
+    return _nic->connect(live("connect"), e, path_mtu_bytes);
 }
 
 result<void> queue_pair::destroy() {

@@ -69,6 +69,11 @@ public:
     // firmware refuses a step; called again, the queue pair goes back to RESET first.
     // Misuse: destroyed, already connected, e.qp or e.psn over 24 bits.
     result<void> connect(const endpoint& e);
+    // The same at a path MTU both sides agreed out of band (perftest's check_mtu: the smaller of
+    // the two offers), so that neither sends packets longer than the other takes: 256, 512,
+    // 1024, 2048 or 4096 bytes, at most the NIC's path_mtu(). Misuse: as connect's, and any
+    // other MTU.
+    result<void> connect(const endpoint& e, std::uint32_t path_mtu_bytes);
 
     void send(const region& r, std::size_t at, std::size_t n);
     void receive(const region& r, std::size_t at, std::size_t n);

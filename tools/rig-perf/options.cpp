@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -35,7 +36,6 @@ struct not_supported_flag {
 // the getopt string "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP").
 constexpr not_supported_flag unsupported[] = {
     {'i', "ib-port", "device port: a Rig function has one port"},
-    {'m', "mtu", "path MTU: Rig connects with the NIC's 1024-byte path MTU"},
     {'u', "qp-timeout", "ACK timeout: Rig's connect uses 14 (67 ms)"},
     {'S', "sl", "service level"},
     {'x', "gid-index", "GID index: Rig uses GID 0"},
@@ -282,6 +282,12 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
             }
             o.inline_size = static_cast<std::uint32_t>(*v);
             g.inline_size = true;
+        } else if (is('m', "mtu")) {
+            RIG_PERF_TRY(v, numeric(256, 4096));
+            if (!std::has_single_bit(*v)) {
+                return std::unexpected(flag + " " + std::to_string(*v) + ": not a path MTU (256, 512, 1024, 2048, 4096)");
+            }
+            o.mtu = static_cast<std::uint32_t>(*v);
         } else if (is('F', "CPU-freq")) {
             RIG_PERF_TRY(ok, no_value());
             o.ignore_cpu_freq = true;
@@ -395,6 +401,7 @@ std::string usage() {
            "  -t, --tx-depth=<n>        entries per doorbell batch and in flight (BW 128, LAT 1)\n"
            "  -p, --port=<port>         out-of-band TCP port (18515)\n"
            "  -I, --inline_size=<n>     inline RDMA WRITE up to n bytes (at most 28; 0)\n"
+           "  -m, --mtu=<mtu>           path MTU offered, 256 .. 4096 (the NIC's); both sides use the smaller\n"
            "  -F, --CPU-freq            accepted: rig-perf times with the monotonic clock, not cycles\n"
            "      --report_gbits        BW in Gb/s (10^9 bit) instead of MiB/s\n"
            "      --out_json            write perftest's JSON report to perftest_out.json\n"

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rig::perf {
@@ -14,6 +15,23 @@ enum class test_kind : std::uint8_t { write_bw, write_lat, read_bw, read_lat, se
 
 constexpr bool is_latency(test_kind k) noexcept {
     return k == test_kind::write_lat || k == test_kind::read_lat || k == test_kind::send_lat;
+}
+// perftest's name of the verb a test runs (testsStr[verb])
+constexpr std::string_view verb_of(test_kind k) noexcept {
+    switch (k) {
+    case test_kind::write_bw:
+    case test_kind::write_lat: return "RDMA_Write";
+    case test_kind::read_bw:
+    case test_kind::read_lat: return "RDMA_Read";
+    case test_kind::send_bw:
+    case test_kind::send_lat: return "Send";
+    }
+    return "Unknown";
+}
+// "RDMA_Write BW Test", "Send Latency Test": the title of the test's table and plot (and, with
+// '_' for ' ', the JSON "test")
+inline std::string test_title(test_kind k) {
+    return std::string(verb_of(k)) + (is_latency(k) ? " Latency Test" : " BW Test");
 }
 constexpr bool is_read(test_kind k) noexcept { return k == test_kind::read_bw || k == test_kind::read_lat; }
 constexpr bool is_send(test_kind k) noexcept { return k == test_kind::send_bw || k == test_kind::send_lat; }
@@ -31,6 +49,7 @@ struct options {
     std::uint32_t queue_pairs = 1;       // -q
     std::uint32_t tx_depth = 128;        // -t (1 for latency tests)
     std::uint32_t inline_size = 0;       // -I
+    std::optional<std::uint32_t> mtu;    // -m: the path MTU offered (256 .. 4096); the NIC's
     bool report_gbits = false;           // --report_gbits
     std::optional<std::string> json_path;  // --out_json / --out_json_file
     bool ignore_cpu_freq = false;        // -F

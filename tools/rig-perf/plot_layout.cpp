@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tools/rig-perf/report.hpp"  // test_title: the plot is titled as the table is
-
 namespace rig::perf::plot {
 
 namespace {

@@ -32,19 +32,6 @@ constexpr const char* REPORT_FMT_LAT_JSON =
 constexpr const char* REPORT_FMT_LAT_DUR_JSON =
     "\"MsgSize\": %lu,\n\"n_iterations\": %lu,\n\"t_avg\": %.2f,\n\"tps_average\": %.2f";
 
-// testsStr[verb]
-std::string verb(test_kind k) {
-    switch (k) {
-    case test_kind::write_bw:
-    case test_kind::write_lat: return "RDMA_Write";
-    case test_kind::read_bw:
-    case test_kind::read_lat: return "RDMA_Read";
-    case test_kind::send_bw:
-    case test_kind::send_lat: return "Send";
-    }
-    return "Unknown";
-}
-
 // perftest shows BW figures with 6 decimals when --report_gbits and the average is under 0.1.
 bool more_decimals(const bw_row& r, bool gbits) { return gbits && gbits_of_mib(r.bw_average_mib) < 0.1; }
 
@@ -83,8 +70,6 @@ std::string json_string(const std::string& s) {
 }  // namespace
 
 const std::string result_line = std::string(87, '-') + "\n";
-
-std::string test_title(test_kind k) { return verb(k) + (is_latency(k) ? " Latency Test" : " BW Test"); }
 
 std::string header_block(const test_info& t) {
     std::string s = result_line;

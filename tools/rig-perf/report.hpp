@@ -31,8 +31,6 @@ struct test_info {
 
 extern const std::string result_line;  // 87 '-' and a newline
 
-// "RDMA_Write BW Test" (title) and "RDMA_Write_BW_Test" (JSON "test").
-std::string test_title(test_kind k);
 std::string header_block(const test_info& t);
 // " local address: LID 0000 QPN 0x0012 PSN 0xa1b2c3 RKey 0x000100 VAddr 0x00000000100000\n"
 // then " GID: 254:128:...\n" (decimal, as perftest prints it).

@@ -95,6 +95,10 @@ struct session {
             return std::unexpected("open " + o.device + ": " + n.error().message);
         }
         nic = std::move(*n);
+        if (o.mtu && *o.mtu > nic->path_mtu()) {  // perftest: "Requested mtu is higher than active mtu"
+            return std::unexpected("-m " + std::to_string(*o.mtu) + ": above the path MTU of " + o.device + " (" +
+                                   std::to_string(nic->path_mtu()) + ", what its port's Ethernet MTU carries)");
+        }
         if (client) {
             auto c = channel::connect(*o.server, o.port, o.exchange_timeout);
             if (!c) {
@@ -110,8 +114,9 @@ struct session {
             }
             ch.emplace(std::move(*c));
         }
-        // the MTU rig's connect uses (nic::path_mtu, from the port), as ibv_mtu: 1024 -> 3, 4096 -> 5
-        auto setup = exchange_setup(*ch, ibv_mtu_of(nic->path_mtu()), o.exchange_timeout);
+        // the MTU offered: -m, else the largest rig's connect may use (nic::path_mtu, from the port),
+        // as ibv_mtu (1024 -> 3, 4096 -> 5); the queue pairs connect at the smaller of both offers
+        auto setup = exchange_setup(*ch, ibv_mtu_of(o.mtu.value_or(nic->path_mtu())), o.exchange_timeout);
         if (!setup) {
             return std::unexpected(setup.error());
         }
@@ -168,7 +173,8 @@ struct session {
             theirs.push_back(*peer);
             const rig::endpoint e{peer->qpn, peer->psn, peer->gid, *mac};
             log().debug("QP {:#x} connects to {}", mine[i].qpn, e.to_string());
-            if (auto c = qps[i].connect(e); !c) {
+            // at the MTU both offered the smaller of (check_mtu), which a perftest peer's QP uses too
+            if (auto c = qps[i].connect(e, info.mtu_bytes); !c) {
                 return std::unexpected("connect to the peer's QP " + std::to_string(peer->qpn) + ": " +
                                        c.error().message);
             }

@@ -146,6 +146,7 @@ struct perftest_peer {
     rig::region buf;
     rig::queue_pair qp;
     std::uint64_t half;
+    std::uint32_t mtu = 1024;  // what its queue pair connects at: the smaller of both offers
     std::string mine;    // our 108-byte line
     std::string theirs;  // rig-perf's first line: every later H0 must be the same bytes
     std::optional<perf::lane> lane;
@@ -202,7 +203,10 @@ struct perftest_peer {
         REQUIRE(key_line(reads, qpn, psn, rkey, vaddr, gid) == theirs);
         const auto mac = perf::mac_from_gid(gid);
         REQUIRE(mac.has_value());
-        rig::test::ok(qp.connect(rig::endpoint{qpn, psn, gid, *mac}));
+        // at the smaller MTU offered (we offer 1024, rig-perf its NIC's 4096 or its -m), as
+        // perftest's QP does: IB wants one PMTU on both sides (a FIRST or MIDDLE packet carries
+        // exactly PMTU bytes)
+        rig::test::ok(qp.connect(rig::endpoint{qpn, psn, gid, *mac}, mtu));
         lane = perf::lane{&qp, buf, rig::remote{vaddr, rkey}, 0};
     }
     void h0(std::string_view what) const { xchg(mine, theirs, what); }
@@ -376,6 +380,74 @@ TEST_CASE("perftest peer: write_bw -a, rig-perf client (no sync between sizes, o
     INFO(text);
     REQUIRE(b.rp.result.has_value());
     CHECK(b.rp.result->bw.size() == 6);
+}
+
+TEST_CASE("perftest peer: rig-perf connects at the smaller MTU offered, so 4 KiB writes reach a 1024-byte peer",
+          "[model][perf]") {
+    // The peer's queue pair takes packets of at most 1024 bytes (the model's responder, as a
+    // NIC, refuses a longer one with an invalid-request NAK); rig-perf's NIC could send 4096.
+    bench b(perf::test_kind::write_bw, true, 8192, [](perf::options& o) { o.size = 4096; });
+    auto& p = *b.peer;
+    p.preamble();
+    p.first_line();
+    p.h0("QP 0's line after connect");
+    p.h0("the handshake after RTR");
+    p.h0("the client's handshake after the run");
+    CHECK(from_be64(p.xchg_read(be64(0), 8, "the report's size")) == 4096);
+    CHECK(from_be64(p.xchg_read(be64(0), 8, "the report's iterations")) == 20);
+    for (const char* f : {"bw_peak", "bw_avg", "msgRate"}) {
+        CHECK(std::bit_cast<double>(from_be64(p.xchg_read(be64(0), 8, f))) > 0);
+    }
+    p.close("the closing handshake");
+    const std::string text = b.rp.finish();
+    INFO(text);
+    REQUIRE(b.rp.result.has_value());
+    CHECK(text.find(" Mtu             : 1024[B]") != std::string::npos);
+    REQUIRE(b.rp.result->bw.size() == 1);
+    CHECK(b.rp.result->bw[0].bytes == 4096);
+}
+
+TEST_CASE("perftest peer: -m 512 offers 512 and both sides use it; -m above the NIC's path MTU is refused",
+          "[model][perf]") {
+    {
+        bench b(perf::test_kind::write_bw, true, 8192, [](perf::options& o) {
+            o.size = 4096;
+            o.mtu = 512;
+        });
+        auto& p = *b.peer;
+        p.mtu = 512;
+        p.xchg(version_msg(), version_msg(), "the version");
+        p.xchg(be32(4096), be32(4096), "cycle_buffer");
+        p.xchg(be32(64), be32(64), "cache_line_size");
+        p.xchg(std::string("3\0", 2), std::string("2\0", 2), "the MTU");  // ibv_mtu 2: 512 bytes
+        p.first_line();
+        p.h0("QP 0's line after connect");
+        p.h0("the handshake after RTR");
+        p.h0("the client's handshake after the run");
+        CHECK(from_be64(p.xchg_read(be64(0), 8, "the report's size")) == 4096);
+        for (const char* f : {"iterations", "bw_peak", "bw_avg", "msgRate"}) {
+            static_cast<void>(p.xchg_read(be64(0), 8, f));
+        }
+        p.close("the closing handshake");
+        const std::string text = b.rp.finish();
+        INFO(text);
+        REQUIRE(b.rp.result.has_value());
+        CHECK(text.find(" Mtu             : 512[B]") != std::string::npos);
+    }
+    // a NIC whose port carries 1024-byte RoCE packets (Ethernet MTU 1500): -m 2048 is refused
+    // before any exchange, naming the flag and the NIC's path MTU
+    auto o = quick_model(0);
+    o.firmware.port_mtu = 1500;
+    served_function m(o);
+    perf::options po;
+    po.kind = perf::test_kind::write_bw;
+    po.device = m.where();
+    po.server = "127.0.0.1";
+    po.port = 1;  // never reached
+    po.mtu = 2048;
+    auto r = perf::run(po, stdout);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == "-m 2048: above the path MTU of " + m.where() + " (1024, what its port's Ethernet MTU carries)");
 }
 
 TEST_CASE("perftest peer: write_bw -a, rig-perf server (passive until the client's report)", "[model][perf]") {

@@ -434,3 +434,29 @@ TEST_CASE("queue pair: connect chooses the largest RoCE path MTU the port's Ethe
         ok(nic->close());
     }
 }
+
+TEST_CASE("queue pair: connect at an agreed path MTU up to the NIC's; any other MTU is misuse and changes nothing",
+          "[model][mlx5][api]") {
+    auto o = rig::test::quick_model(0);
+    o.firmware.port_mtu = 1500;  // the NIC's path MTU: 1024
+    served_function m(o);
+    auto nic = m.open();
+    REQUIRE(nic->path_mtu() == 1024);
+    auto q = value(nic->make_qp());
+    for (std::uint32_t bad : {0u, 128u, 255u, 1000u, 1536u, 2048u, 4096u, 8192u}) {
+        INFO("MTU " << bad);
+        CHECK_THROWS_WITH(static_cast<void>(q.connect(q.local(), bad)),
+                          Catch::Contains("path MTU " + std::to_string(bad) + " is not one of"));
+        CHECK_FALSE(q.connected());
+    }
+    for (const auto& [bytes, want] : {std::pair{256u, ifc::qpc_mtu::bytes_256}, std::pair{512u, ifc::qpc_mtu::bytes_512},
+                                     std::pair{1024u, ifc::qpc_mtu::bytes_1k}}) {
+        INFO("MTU " << bytes);
+        auto p = value(nic->make_qp());
+        ok(p.connect(p.local(), bytes));
+        CHECK(value(p.query()).mtu == want);
+    }
+    ok(q.connect(q.local()));  // the refusals left it connectable
+    CHECK(value(q.query()).mtu == ifc::qpc_mtu::bytes_1k);
+    ok(nic->close());
+}

@@ -104,6 +104,11 @@ TEST_CASE("rig-perf options: short, long, attached and = forms", "[unit][perf]")
     CHECK(ok({"-h"}).help);
     CHECK(ok({"write_bw", "--help"}).help);
     CHECK(ok({"write_bw", "-d", dev, "-n", "5"}).iterations == 5);
+    CHECK_FALSE(ok({"write_bw", "-d", dev}).mtu.has_value());  // the NIC's path MTU
+    for (std::uint32_t m : {256u, 512u, 1024u, 2048u, 4096u}) {
+        CHECK(ok({"write_bw", "-d", dev, "-m", std::to_string(m)}).mtu == m);
+    }
+    CHECK(ok({"send_lat", "-d", dev, "--mtu=2048"}).mtu == 2048u);
 }
 
 TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]") {
@@ -132,6 +137,12 @@ TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]"
     CHECK(refused({"write_bw", "-d", dev, "-t", "4097"}) == "-t 4097: out of range 1..4096");
     CHECK(refused({"write_bw", "-d", dev, "-p", "0"}) == "-p 0: out of range 1..65535");
     CHECK(refused({"write_bw", "-d", dev, "--port=65536"}) == "--port 65536: out of range 1..65535");
+    CHECK(refused({"write_bw", "-d", dev, "-m", "1000"}) == "-m 1000: not a path MTU (256, 512, 1024, 2048, 4096)");
+    CHECK(refused({"write_bw", "-d", dev, "--mtu=1536"}) ==
+          "--mtu 1536: not a path MTU (256, 512, 1024, 2048, 4096)");
+    CHECK(refused({"write_bw", "-d", dev, "-m", "128"}) == "-m 128: out of range 256..4096");
+    CHECK(refused({"write_bw", "-d", dev, "-m", "8192"}) == "-m 8192: out of range 256..4096");
+    CHECK(refused({"write_bw", "-d", dev, "-m"}) == "-m needs a value");
     CHECK(refused({"write_bw", "-d", dev, "-I", "29"}) ==
           "-I 29: at most 28 (mlx5 inline RDMA WRITE carries 28 bytes in rig today)");
     CHECK(refused({"read_bw", "-d", dev, "-I", "8"}) == "-I 8: read_bw has no inline form (rig inlines RDMA WRITE only)");
@@ -165,7 +176,6 @@ TEST_CASE("rig-perf options: perftest flags rig-perf lacks are refused by name",
         {{"-c", "UD"}, "not supported: -c (transport type: Rig runs RC only)"},
         {{"-R"}, "not supported: -R (connect with rdma_cm)"},
         {{"-z"}, "not supported: -z (rdma_cm for the data exchange)"},
-        {{"-m", "4096"}, "not supported: -m (path MTU: Rig connects with the NIC's 1024-byte path MTU)"},
         {{"-b"}, "not supported: -b (bidirectional bandwidth)"},
         {{"-N"}, "not supported: -N (skip the peak bandwidth)"},
         {{"-o", "4"}, "not supported: -o (outstanding reads)"},
