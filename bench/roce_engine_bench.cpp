@@ -56,6 +56,7 @@ struct function {
         }
         std::memset(host, id, bytes);
         port = w.attach({std::byte{2}, {}, {}, {}, {}, std::byte{id}});
+        port->guard_unmaps(dma);   // payload by reference (one copy); this one thread never polls while a window goes
         gid[10] = gid[11] = std::byte{0xff};
         gid[12] = std::byte{10};
         gid[15] = std::byte{id};

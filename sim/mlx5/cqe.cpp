@@ -61,23 +61,22 @@ bool datapath::drain_completions(qp_slot& s, const qp_object& q) {
     roce::completion c;
     const std::uint32_t mask = static_cast<std::uint32_t>(s.opcodes.size() - 1);
     while (s.rc->take(roce::completion_side::send, c)) {
-        write_cqe(q.cqn_snd, c, q.qpn, s.opcodes[c.index & mask]);
+        if (s.send_cq != nullptr) {  // CREATE_QP checked the CQ, and DESTROY_CQ refuses a CQ in use
+            write_cqe(*s.send_cq, c, q.qpn, s.opcodes[c.index & mask]);
+        }
         did = true;
     }
     while (s.rc->take(roce::completion_side::receive, c)) {
-        write_cqe(q.cqn_rcv, c, q.qpn, 0);
+        if (s.receive_cq != nullptr) {
+            write_cqe(*s.receive_cq, c, q.qpn, 0);
+        }
         did = true;
     }
     return did;
 }
 
-bool datapath::write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode) {
-    auto it = _fn._fw.cqs().find(cqn);
-    if (it == _fn._fw.cqs().end()) {
-        return false;  // CREATE_QP checked the CQ; one destroyed since takes nothing
-    }
-    cq_object& cq = it->second;
-    cq_slot& slot = _cqs[cqn];  // there already: follow_objects gives every CQ a slot
+bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode) {
+    cq_object& cq = *slot.cq;
     const std::uint32_t size = 1u << cq.log_cq_size;
     std::uint32_t ci = 0;
     if (slot.room == 0) {
@@ -90,10 +89,10 @@ bool datapath::write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint
         slot.room = used < size ? size - used : 0;
     }
     if (slot.room == 0) {
-        log().warn("mlx5 data path: CQ {:#x} overrun (producer {:#x}, consumer {:#x}): CQE of QP {:#x} dropped", cqn,
-                   cq.producer_index, ci, qpn);
+        log().warn("mlx5 data path: CQ {:#x} overrun (producer {:#x}, consumer {:#x}): CQE of QP {:#x} dropped",
+                   slot.cqn, cq.producer_index, ci, qpn);
         std::array<std::byte, ifc::cq_error::size_bytes> data{};
-        abi::set<ifc::cq_error::cqn>(data, cqn & index_mask);
+        abi::set<ifc::cq_error::cqn>(data, slot.cqn & index_mask);
         abi::set<ifc::cq_error::syndrome>(data, cq_overrun);
         _fn.post_event_locked(static_cast<std::uint8_t>(ifc::event_type::cq_error), 0, data);
         return false;
@@ -114,33 +113,26 @@ bool datapath::write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint
     std::array<std::byte, cqe_abi::cqe_size> e{};
     cqe_abi::encode(std::span<std::byte, cqe_abi::cqe_size>(e), x);
 
-    // the IOVA of CQE n, false when the CQ's pages do not reach it (pages are 4 KiB << log_page_size:
-    // a shift and a mask, not a division per CQE)
-    const unsigned page_shift = 12u + cq.log_page_size;
-    const auto iova_of = [&](std::uint32_t n, std::uint64_t& at) {
-        const std::uint64_t off = std::uint64_t{n & (size - 1)} * cqe_abi::cqe_size + cq.page_offset;
-        const auto pi = static_cast<std::size_t>(off >> page_shift);
-        if (pi >= cq.pas.size()) {
-            return false;
-        }
-        at = cq.pas[pi] + (off & ((std::uint64_t{1} << page_shift) - 1));
-        return true;
+    // CQE n lies at n mod size in the CQ's pages; nullopt when its pages do not reach it
+    const auto place_of = [&](std::uint32_t n) {
+        return place_in_buffer(cq.pas, cq.log_page_size, cq.page_offset,
+                               std::uint64_t{n & (size - 1)} * cqe_abi::cqe_size);
     };
-    std::uint64_t iova = 0;
-    if (!iova_of(cq.producer_index, iova)) {
+    const auto place = place_of(cq.producer_index);
+    if (!place) {
         return false;
     }
     // The line of the CQE prefetch_ahead places on is asked for now: the driver polling the CQ
     // holds its lines, so each CQE write would otherwise wait for its own cross-core transfer;
     // a run of CQEs (one per signaled entry) then waits for one transfer, not one each.
     constexpr std::uint32_t prefetch_ahead = 16;
-    if (std::uint64_t ahead = 0; iova_of(cq.producer_index + prefetch_ahead, ahead)) {
-        _dma->prefetch(ahead, true);
+    if (const auto ahead = place_of(cq.producer_index + prefetch_ahead)) {
+        _dma->prefetch(ahead->iova, true);
     }
     static_assert(cqe_abi::cqe_offset::op_own == cqe_abi::cqe_size - 1, "the owner byte is the CQE's last");
-    if (!_dma->write_last_byte_last(iova, e)) {
-        log().warn("mlx5 data path: CQE {:#x} of CQ {:#x} at IOVA {:#x} is outside the DMA mappings", cq.producer_index,
-                   cqn, iova);
+    if (!_dma->write_last_byte_last(place->iova, e)) {
+        log().warn("mlx5 data path: CQE {:#x} of CQ {:#x} at IOVA {:#x} is outside the DMA mappings",
+                   cq.producer_index, slot.cqn, place->iova);
         return false;
     }
     cq.producer_index = (cq.producer_index + 1) & index_mask;
@@ -148,21 +140,19 @@ bool datapath::write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint
     // this thread is the counter's only writer: a plain add, not a locked one per CQE
     _cqes.store(_cqes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (slot.armed) {
-        signal(cqn, cq);
+        signal(slot);
     }
     return true;
 }
 
-void datapath::signal(std::uint32_t cqn, cq_object& cq) {
-    if (auto armed = _cqs.find(cqn); armed != _cqs.end()) {
-        armed->second.armed = false;  // one event per arm (§4.6)
-    }
-    auto eq = _fn._fw.eqs().find(cq.eqn);
+void datapath::signal(cq_slot& slot) {
+    slot.armed = false;  // one event per arm (§4.6)
+    auto eq = _fn._fw.eqs().find(slot.cq->eqn);
     if (eq == _fn._fw.eqs().end()) {
         return;
     }
     std::array<std::byte, ifc::comp_event::size_bytes> data{};
-    abi::set<ifc::comp_event::cq_number>(data, cqn & index_mask);
+    abi::set<ifc::comp_event::cq_number>(data, slot.cqn & index_mask);
     _fn.post_to_eq(eq->second, static_cast<std::uint8_t>(ifc::event_type::comp), 0, data);
 }
 

@@ -95,6 +95,7 @@ bool datapath::pass(roce::clock::time_point now) {
     if (!_memory) {
         _dma = &_fn._server->dma();
         _memory = std::make_unique<roce::memory>(*_dma);
+        _port->guard_unmaps(*_dma);   // frames may carry payload by reference into it (roce/wire.hpp)
     }
     if (_fn._resets != _seen_resets || _fn._fw.commands_executed() != _seen_commands) {
         follow_objects();
@@ -105,7 +106,7 @@ bool datapath::pass(roce::clock::time_point now) {
     roce::memory::pin regions_pinned(*_memory);
     bool did = poll_uar_pages();
     for (auto& [qpn, s] : _qps) {
-        const qp_object* q = _fn._fw.qp(qpn);
+        const qp_object* q = s.q;
         if (s.rc && q != nullptr) {
             did = fetch_receives(s, *q) || did;
             if (s.sq_look) {
@@ -120,16 +121,15 @@ bool datapath::pass(roce::clock::time_point now) {
         did = drop_arrivals(now) || did;
     }
     for (auto& [qpn, s] : _qps) {
-        const qp_object* q = _fn._fw.qp(qpn);
+        const qp_object* q = s.q;
         if (s.rc && q != nullptr) {
             did = drain_completions(s, *q) || did;
             if (s.rc->state() == roce::qp_state::error &&
                 (q->state == ifc::qpc_state::rtr || q->state == ifc::qpc_state::rts)) {
                 // an entry failed: the card moves the QP to ERR, which QUERY_QP then reports and
                 // which only 2RST (or 2ERR) leaves
-                qp_object& failed = _fn._fw.qps().at(qpn);
-                failed.state = ifc::qpc_state::err;
-                abi::set<ifc::qpc::state>(failed.qpc, static_cast<std::uint8_t>(ifc::qpc_state::err));
+                s.q->state = ifc::qpc_state::err;
+                abi::set<ifc::qpc::state>(s.q->qpc, static_cast<std::uint8_t>(ifc::qpc_state::err));
             }
         }
     }
@@ -186,8 +186,10 @@ void datapath::follow_objects() {
     }
     // a slot for every CQ (the data path then adds none), its room read again: a CQ destroyed
     // and made again under the same number since the last pass starts from its new consumer index
-    for (const auto& [cqn, cq] : _fn._fw.cqs()) {
+    for (auto& [cqn, cq] : _fn._fw.cqs()) {
         cq_slot& slot = _cqs[cqn];
+        slot.cqn = cqn;
+        slot.cq = &cq;
         slot.room = 0;
         if (slot.dbr_addr != cq.dbr_addr) {  // a new CQ (or one made again): arms count from now
             slot.dbr_addr = cq.dbr_addr;
@@ -196,6 +198,14 @@ void datapath::follow_objects() {
                                 ? abi::load_be<std::uint32_t>(word.data())
                                 : 0;
         }
+    }
+    // the QPs' CQ slots, now that every CQ has one (a QP names CQs that exist: CREATE_QP checks
+    // them and DESTROY_CQ refuses one in use)
+    for (auto& [qpn, s] : _qps) {
+        const auto snd = _cqs.find(s.q->cqn_snd);
+        const auto rcv = _cqs.find(s.q->cqn_rcv);
+        s.send_cq = snd != _cqs.end() ? &snd->second : nullptr;
+        s.receive_cq = rcv != _cqs.end() ? &rcv->second : nullptr;
     }
 }
 
@@ -266,9 +276,10 @@ void datapath::follow_qps() {
             ++it;
         }
     }
-    for (const auto& [qpn, q] : table) {
+    for (auto& [qpn, q] : table) {
         qp_slot& s = _qps[qpn];
         s.qpn = qpn;
+        s.q = &q;
         switch (q.state) {
         case ifc::qpc_state::rst:
         case ifc::qpc_state::init:

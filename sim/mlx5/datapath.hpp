@@ -15,9 +15,11 @@
 //     four 512-byte bfregs, two halves each) with an atomic exchange against 0, a value no
 //     driver writes (QPN 0 is never an RC QP), and the CQ arm doorbells (UAR + 0x20);
 //  3. for each QP whose UAR page saw a BlueFlame write, reads the send counter of its doorbell
-//     record (DW1) and fetches the new WQEs from the QP buffer (after the RQ, PAS pages), parses
-//     them (wqe.cpp) and posts them to the rc_qp; reads every QP's receive counter (DW0) and
-//     posts the new receive WQEs, so a receive is there before a SEND needs it;
+//     record (DW1) and fetches the new WQEs from the QP buffer (after the RQ, PAS pages): a run
+//     of blocks per DMA access, up to the ring's or the page's end, an entry that crosses either
+//     gathered block by block; parses them (wqe.cpp) and posts them to the rc_qp; reads every
+//     QP's receive counter (DW0) and posts the new receive WQEs, so a receive is there before a
+//     SEND needs it;
 //  4. runs the RC engine (frames in, timers, frames out);
 //  5. turns the rc_qps' completions into CQE64s in the CQ buffers (cqe.cpp), owner bit by
 //     pass over the ring, and posts one COMP EQE to an armed CQ, which it disarms.
@@ -116,8 +118,17 @@ private:
                    mtu == o.mtu;
         }
     };
+    struct cq_slot;
+    // The object pointers of the slots below point into the firmware's tables (std::map nodes,
+    // which stay where they are until erased). Only a command or a function reset changes those
+    // tables, both between passes with the function's lock held, and a pass that follows either
+    // first resolves every pointer again (follow_objects): within a pass they are never stale,
+    // and the data path looks up no table per entry or per completion.
     struct qp_slot {
         std::uint32_t qpn = 0;
+        qp_object* q = nullptr;          // the firmware's QP
+        cq_slot* send_cq = nullptr;      // the slots of its CQs (cqn_snd, cqn_rcv)
+        cq_slot* receive_cq = nullptr;
         connection conn;
         std::unique_ptr<roce::rc_qp> rc;
         std::uint32_t sq_taken = 0;   // blocks fetched (free-running; the record holds 16 bits)
@@ -126,6 +137,8 @@ private:
         std::vector<std::uint8_t> opcodes;  // ctrl opcode of each send entry, by block index
     };
     struct cq_slot {
+        std::uint32_t cqn = 0;
+        cq_object* cq = nullptr;  // the firmware's CQ
         bool armed = false;
         // The arm word last taken (doorbells.cpp arm()): the record's word when the slot was
         // made, so that only words written since count as arms.
@@ -148,11 +161,13 @@ private:
     static connection connection_of(const qp_object& q);
     bool poll_uar_pages();
     bool fetch_sends(qp_slot& s, const qp_object& q);
+    std::uint32_t stage_sends(const qp_object& q, std::uint32_t first, std::uint32_t pending) noexcept;
+    bool gather_send(qp_slot& s, const qp_object& q, std::uint32_t most);
     bool fetch_receives(qp_slot& s, const qp_object& q);
     bool drain_completions(qp_slot& s, const qp_object& q);
-    bool write_cqe(std::uint32_t cqn, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode);
-    void signal(std::uint32_t cqn, cq_object& cq);
-    void arm(std::uint32_t cqn, cq_object& cq, std::uint32_t word, bool stored);
+    bool write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode);
+    void signal(cq_slot& slot);
+    void arm(cq_slot& slot, std::uint32_t word, bool stored);
     bool read_queue(const qp_object& q, std::uint64_t offset, std::span<std::byte> out) const noexcept;
 
     function_model& _fn;
@@ -166,7 +181,11 @@ private:
     std::map<std::uint32_t, std::uint32_t> _mkeys;  // key -> pd registered in _memory
     std::uint64_t _seen_commands = ~std::uint64_t{0};
     std::uint64_t _seen_resets = ~std::uint64_t{0};
-    std::array<std::byte, 1024> _wqe{};     // one send WQE being parsed
+    std::array<std::byte, 1024> _wqe{};     // one send WQE gathered block by block, or a receive WQE
+    // A run of send WQE blocks read with one DMA access (doorbells.cpp stage_sends): up to a page
+    // of 64 blocks, and room for the longest entry (16 blocks) to be parsed from its last block.
+    static constexpr std::uint32_t staged_blocks = 64;
+    std::array<std::byte, (staged_blocks + 16) * 64> _staged{};
     std::vector<std::pair<std::uint32_t, bool>> _pages;  // UAR pages read this pass, rung or not
     std::vector<std::uint32_t> _arm_pages;               // UAR pages whose CQ doorbell rang this pass
 

@@ -50,7 +50,7 @@ bool datapath::poll_uar_pages() {
     // keeps its capacity from pass to pass: no allocation once warm.
     _pages.clear();
     for (auto& [qpn, s] : _qps) {
-        const qp_object* q = _fn._fw.qp(qpn);
+        const qp_object* q = s.q;
         if (!s.rc || q == nullptr || !in_bar(q->uar_page)) {
             continue;
         }
@@ -67,7 +67,7 @@ bool datapath::poll_uar_pages() {
         }
     }
     for (auto& [qpn, s] : _qps) {
-        const qp_object* q = _fn._fw.qp(qpn);
+        const qp_object* q = s.q;
         if (!s.rc || q == nullptr) {
             continue;
         }
@@ -86,7 +86,8 @@ bool datapath::poll_uar_pages() {
     // word with the last one taken: a new word is a new arm. The register's own CQ is armed
     // even with an unchanged word (armed again after an event with the same sequence number).
     _arm_pages.clear();
-    for (auto& [cqn, cq] : _fn._fw.cqs()) {
+    for (auto& [cqn, slot] : _cqs) {
+        const cq_object& cq = *slot.cq;
         if (!in_bar(cq.uar_page) ||
             std::find(_arm_pages.begin(), _arm_pages.end(), cq.uar_page) != _arm_pages.end()) {
             continue;
@@ -99,21 +100,21 @@ bool datapath::poll_uar_pages() {
         _arm_pages.push_back(cq.uar_page);
         const std::uint64_t v = load_be<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw));
         const auto named = static_cast<std::uint32_t>(v & 0xffffff);
-        auto it = _fn._fw.cqs().find(named);
-        if (it == _fn._fw.cqs().end() || it->second.uar_page != cq.uar_page) {
+        auto it = _cqs.find(named);
+        if (it == _cqs.end() || it->second.cq->uar_page != cq.uar_page) {
             log().warn("mlx5 data path: CQ arm doorbell {:#x} in UAR {} names no CQ of that UAR", v, cq.uar_page);
             continue;
         }
-        arm(named, it->second, static_cast<std::uint32_t>(v >> 32), true);
+        arm(it->second, static_cast<std::uint32_t>(v >> 32), true);
     }
     if (!_arm_pages.empty()) {
-        for (auto& [cqn, cq] : _fn._fw.cqs()) {
-            if (std::find(_arm_pages.begin(), _arm_pages.end(), cq.uar_page) == _arm_pages.end()) {
+        for (auto& [cqn, slot] : _cqs) {
+            if (std::find(_arm_pages.begin(), _arm_pages.end(), slot.cq->uar_page) == _arm_pages.end()) {
                 continue;
             }
             std::array<std::byte, 4> word{};
-            if (_dma->read(cq.dbr_addr + db::cq_dbr::arm, word)) {
-                arm(cqn, cq, load_be<std::uint32_t>(word.data()), false);
+            if (_dma->read(slot.cq->dbr_addr + db::cq_dbr::arm, word)) {
+                arm(slot, load_be<std::uint32_t>(word.data()), false);
             }
         }
     }
@@ -122,35 +123,72 @@ bool datapath::poll_uar_pages() {
 
 // An arm word (sn << 28 | cmd | ci) for CQ `cqn`, from its UAR register (`stored`) or its
 // doorbell record. A record's word that is the one last taken is no new arm.
-void datapath::arm(std::uint32_t cqn, cq_object& cq, std::uint32_t word, bool stored) {
-    cq_slot& slot = _cqs[cqn];  // there already: follow_objects gives every CQ a slot
+void datapath::arm(cq_slot& slot, std::uint32_t word, bool stored) {
     if (!stored && word == slot.arm_word) {
         return;
     }
     slot.arm_word = word;
     slot.armed = true;
-    if ((cq.producer_index & 0xffffff) != (word & 0xffffff)) {
-        signal(cqn, cq);  // armed with CQEs past the consumer index: the event now
+    if ((slot.cq->producer_index & 0xffffff) != (word & 0xffffff)) {
+        signal(slot);  // armed with CQEs past the consumer index: the event now
     }
 }
 
 bool datapath::read_queue(const qp_object& q, std::uint64_t offset, std::span<std::byte> out) const noexcept {
-    // pages are 4 KiB << log_page_size: a shift and a mask, not a division per WQE
-    const unsigned page_shift = 12u + q.log_page_size;
-    const std::uint64_t page = std::uint64_t{1} << page_shift;
     std::size_t done = 0;
     while (done < out.size()) {
-        const std::uint64_t at = offset + q.page_offset + done;
-        const auto index = static_cast<std::size_t>(at >> page_shift);
-        if (index >= q.pas.size()) {
+        const auto place = place_in_buffer(q.pas, q.log_page_size, q.page_offset, offset + done);
+        if (!place) {
             return false;
         }
-        const std::uint64_t in_page = at & (page - 1);
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, page - in_page));
-        if (!_dma->read(q.pas[index] + in_page, out.subspan(done, n))) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, place->left_in_page));
+        if (!_dma->read(place->iova, out.subspan(done, n))) {
             return false;
         }
         done += n;
+    }
+    return true;
+}
+
+// Reads the send blocks from free-running index `first` on into _staged with one DMA access:
+// up to `pending` blocks, staged_blocks at most, stopping at the ring's end and at the end of
+// the page `first` lies in (the next block may lie in another page of the list). An access per
+// entry cost as much as the entry's parsing; the driver wrote the run just before its doorbell,
+// so one long copy also lets the core fetch the run's lines from the driver's cache together.
+// 0: nothing staged (outside the pages or the DMA mappings): the entry is then gathered block by
+// block, which fails only on the blocks the entry itself takes, as before there was a run.
+std::uint32_t datapath::stage_sends(const qp_object& q, std::uint32_t first, std::uint32_t pending) noexcept {
+    const std::uint32_t blocks = 1u << q.log_sq_size;
+    const std::uint32_t slot = first & (blocks - 1);
+    const auto place = place_in_buffer(q.pas, q.log_page_size, q.page_offset, q.rq_bytes() + std::uint64_t{slot} * 64);
+    if (!place) {
+        return 0;
+    }
+    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        {pending, blocks - slot, staged_blocks, place->left_in_page / 64}));
+    if (n == 0 || !_dma->read(place->iova, std::span(_staged).first(std::size_t{n} * 64))) {
+        return 0;
+    }
+    return n;
+}
+
+// The entry at s.sq_taken into _wqe, block by block in ring order (an entry may wrap past the
+// ring's end, or cross a page): only the blocks its ds names, `most` at most. false: a block
+// lies outside the QP's pages or the DMA mappings (the QP then goes to error).
+bool datapath::gather_send(qp_slot& s, const qp_object& q, std::uint32_t most) {
+    const std::uint32_t blocks = 1u << q.log_sq_size;
+    const std::uint64_t sq_base = q.rq_bytes();
+    for (std::uint32_t b = 0; b < most; ++b) {
+        const std::uint64_t at = sq_base + std::uint64_t{(s.sq_taken + b) & (blocks - 1)} * 64;
+        if (!read_queue(q, at, std::span(_wqe).subspan(b * 64, 64))) {
+            log().warn("mlx5 data path: QP {:#x} send queue is outside the DMA mappings: QP to error", q.qpn);
+            s.rc->to_error();
+            return false;
+        }
+        const std::uint32_t ds = load_be<std::uint32_t>(_wqe.data() + 4) & 0x3f;
+        if ((b + 1) * 64 >= ds * 16) {
+            break;
+        }
     }
     return true;
 }
@@ -162,52 +200,61 @@ bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
     }
     const std::uint32_t counter = load_be<std::uint32_t>(word.data()) & 0xffff;
     const std::uint32_t blocks = 1u << q.log_sq_size;
-    const std::uint64_t sq_base = q.rq_bytes();
-    bool did = false;
     std::uint32_t pending = (counter - s.sq_taken) & 0xffff;
+    // the rc_qp's room only shrinks by what this loop posts (the engine frees entries in its own
+    // poll, later in the pass): asked once, not once per entry
+    std::uint32_t room = s.rc->send_room();
     parsed_send p;   // one for the batch: parse_send_wqe writes what each entry uses
-    // The block prefetch_ahead places on is asked for before this one is read: the driver has
-    // just written the WQEs, so their lines sit in its core's cache, and a batch of entries then
-    // waits for a few cross-core transfers at once instead of one after the other.
-    constexpr std::uint32_t prefetch_ahead = 8;
-    const unsigned page_shift = 12u + q.log_page_size;
-    while (pending > 0 && s.rc->send_room() > 0) {
-        if (pending > prefetch_ahead) {
-            const std::uint64_t at =
-                sq_base + std::uint64_t{(s.sq_taken + prefetch_ahead) & (blocks - 1)} * 64 + q.page_offset;
-            if (const auto index = static_cast<std::size_t>(at >> page_shift); index < q.pas.size()) {
-                _dma->prefetch(q.pas[index] + (at & ((std::uint64_t{1} << page_shift) - 1)), false);
+    std::uint32_t run_first = s.sq_taken, run_length = 0;  // the blocks in _staged
+    std::uint64_t fetched = 0;
+    while (pending > 0 && room > 0) {
+        const std::uint32_t most = std::min<std::uint32_t>({pending, 16, blocks});
+        if (s.sq_taken - run_first >= run_length) {
+            run_first = s.sq_taken;
+            run_length = stage_sends(q, run_first, pending);
+        }
+        const std::byte* entry = nullptr;
+        if (run_length != 0) {
+            // the blocks the entry's ds names (within `most`: beyond it, the parse refuses it
+            // unread) must all be staged; else stage again from the entry, which a ring's or a
+            // page's end may still cut short: then gather it block by block
+            const std::uint32_t ds = load_be<std::uint32_t>(_staged.data() + (s.sq_taken - run_first) * 64 + 4) & 0x3f;
+            const std::uint32_t needed = std::clamp<std::uint32_t>((ds * 16 + 63) / 64, 1, most);
+            if (needed > run_length - (s.sq_taken - run_first) && run_first != s.sq_taken) {
+                run_first = s.sq_taken;
+                run_length = stage_sends(q, run_first, pending);
+            }
+            if (run_length != 0 && needed <= run_length - (s.sq_taken - run_first)) {
+                entry = _staged.data() + std::size_t{s.sq_taken - run_first} * 64;
             }
         }
-        // the entry's blocks in ring order (an entry may wrap past the ring's end)
-        const std::uint32_t most = std::min<std::uint32_t>({pending, 16, blocks});
-        for (std::uint32_t b = 0; b < most; ++b) {
-            const std::uint64_t at = sq_base + std::uint64_t{(s.sq_taken + b) & (blocks - 1)} * 64;
-            if (!read_queue(q, at, std::span(_wqe).subspan(b * 64, 64))) {
-                log().warn("mlx5 data path: QP {:#x} send queue is outside the DMA mappings: QP to error", q.qpn);
-                s.rc->to_error();
+        if (entry == nullptr) {
+            run_length = 0;  // _staged holds nothing of the next entry
+            if (!gather_send(s, q, most)) {
+                // the QP went to error: what this loop fetched before still counts
+                _wqes.store(_wqes.load(std::memory_order_relaxed) + fetched, std::memory_order_relaxed);
                 return true;
             }
-            const std::uint32_t ds = load_be<std::uint32_t>(_wqe.data() + 4) & 0x3f;
-            if ((b + 1) * 64 >= ds * 16) {
-                break;
-            }
+            entry = _wqe.data();
         }
-        parse_send_wqe(std::span(_wqe).first(std::size_t{most} * 64), s.sq_taken, q.qpn, pending, p);
+        // _staged has 16 blocks of room past its run: the span never leaves the buffer, and the
+        // parse reads no byte past the entry's ds, all staged
+        parse_send_wqe(std::span(entry, std::size_t{most} * 64), s.sq_taken, q.qpn, pending, p);
         if (!s.rc->post_send(p.request)) {
             break;
         }
+        --room;
         s.opcodes[s.sq_taken & (blocks - 1)] = p.opcode;
         s.sq_taken += p.blocks;
         pending -= p.blocks;
-        // this thread is the counter's only writer: a plain add, not a locked one per entry
-        _wqes.store(_wqes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        did = true;
+        ++fetched;
     }
+    // this thread is the counter's only writer: a plain add, not a locked one
+    _wqes.store(_wqes.load(std::memory_order_relaxed) + fetched, std::memory_order_relaxed);
     if (pending > 0) {
         s.sq_look = true;  // the rc_qp's ring was full: look again next pass
     }
-    return did;
+    return fetched != 0;
 }
 
 bool datapath::fetch_receives(qp_slot& s, const qp_object& q) {

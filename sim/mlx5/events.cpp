@@ -102,14 +102,13 @@ bool function_model::post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t s
     std::memcpy(e.data() + data_at, data.data(), std::min(data.size(), ifc::event_auto::size_bytes));
     abi::set<ifc::eqe::owner>(e, (eq.producer_index >> eq.log_eq_size) & 1);
 
-    const std::uint64_t page = std::uint64_t{4096} << eq.log_page_size;
-    const std::uint64_t off = std::uint64_t{eq.producer_index & (nent - 1)} * eqe_bytes;
-    const std::size_t pi = static_cast<std::size_t>(off / page);
-    if (_server == nullptr || pi >= eq.pas.size()) {
+    const auto place = place_in_buffer(eq.pas, eq.log_page_size, eq.page_offset,
+                                       std::uint64_t{eq.producer_index & (nent - 1)} * eqe_bytes);
+    if (_server == nullptr || !place) {
         log().error("mlx5: EQ {} has no buffer page for entry {:#x}", eq.eqn, eq.producer_index);
         return false;
     }
-    const std::uint64_t iova = eq.pas[pi] + off % page;
+    const std::uint64_t iova = place->iova;
     vu::dma_space& dma = _server->dma();
     const std::size_t owner_at = ifc::eqe::owner.byte_offset();
     // the entry, then its owner byte: the driver must never see a new owner with old contents

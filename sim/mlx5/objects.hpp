@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "abi/mlx5/ifc/qp.hpp"
@@ -105,6 +106,27 @@ struct qp_object {
     }
     std::size_t sq_bytes() const noexcept { return std::size_t{64} << log_sq_size; }
 };
+
+// ---- queue buffers (§3.5, §3.6) -------------------------------------------------------------
+// Where byte `offset` of an EQ, CQ or QP buffer lies in device memory. The buffer is given by a
+// page list (CREATE_EQ/CQ/QP pas): pages of 4 KiB << log_page_size, the buffer starting
+// page_offset bytes into the first. Pages are a power of two, so a shift and a mask find the
+// page, not a division per entry. nullopt: the pages do not reach that far.
+struct buffer_place {
+    std::uint64_t iova = 0;
+    std::uint64_t left_in_page = 0;  // bytes from iova to the end of its page
+};
+inline std::optional<buffer_place> place_in_buffer(std::span<const std::uint64_t> pas, std::uint8_t log_page_size,
+                                                   std::uint32_t page_offset, std::uint64_t offset) noexcept {
+    const unsigned page_shift = 12u + log_page_size;
+    const std::uint64_t at = offset + page_offset;
+    const auto index = static_cast<std::size_t>(at >> page_shift);
+    if (index >= pas.size()) {
+        return std::nullopt;
+    }
+    const std::uint64_t in_page = at & ((std::uint64_t{1} << page_shift) - 1);
+    return buffer_place{pas[index] + in_page, (std::uint64_t{1} << page_shift) - in_page};
+}
 
 namespace detail {
 // The next free number in [first, first + count), searching from `next` and wrapping, as

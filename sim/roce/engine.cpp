@@ -30,9 +30,23 @@ engine_counters engine::counters() const {
     return _counters;
 }
 
+// A frame whose payload is by reference (wire.hpp): the decoded payload, which lies where the
+// frame's bytes leave room for it, is taken from the sender's memory instead, so that the
+// queue pair's copy into this function's memory is the only one. A frame laid out otherwise
+// (never one of the model's senders) is materialized and decoded again.
+bool engine::by_reference(frame& f, rig::roce::decoded& packet) noexcept {
+    if (packet.payload.data() == f.bytes.data() + f.payload_at && packet.payload.size() == f.payload_bytes) {
+        packet.payload = {f.payload_ref, f.payload_bytes};
+        return true;
+    }
+    _port.materialize(&f);
+    return rig::roce::decode_into(f.data(), packet, rig::roce::icrc_check::skip).has_value();
+}
+
 bool engine::poll(clock::time_point now) noexcept {
     std::lock_guard g(_lock);
     bool did = false;
+    rc_qp* copying = nullptr;   // the queue pair that may have a copy waiting (rc_qp::finish_copies)
     for (int n = 0; n < receive_burst; ++n) {
         frame* f = _port.receive(now);
         if (f == nullptr) {
@@ -44,6 +58,8 @@ bool engine::poll(clock::time_point now) noexcept {
         rig::roce::decoded& packet = _packet;
         if (!rig::roce::decode_into(f->data(), packet,
                                     f->sealed ? rig::roce::icrc_check::verify : rig::roce::icrc_check::skip)) {
+            ++_counters.not_roce;
+        } else if (f->payload_ref != nullptr && !by_reference(*f, packet)) {
             ++_counters.not_roce;
         } else if (packet.net.dst_gid != _gid) {
             ++_counters.not_for_us;
@@ -57,10 +73,17 @@ bool engine::poll(clock::time_point now) noexcept {
             if (_last == nullptr) {
                 ++_counters.no_qp;
             } else {
-                _last->on_frame(packet, now);
+                if (copying != _last && copying != nullptr) {
+                    copying->finish_copies();   // the writes of this function's memory stay in arrival order
+                }
+                copying = _last;
+                _last->on_frame(packet, now, f->payload_ref != nullptr);
             }
         }
         _port.release(f);
+    }
+    if (copying != nullptr) {
+        copying->finish_copies();   // every write of what came in is done before anything is sent
     }
     for (rc_qp* qp : _qps) {
         did = qp->transmit(now) || did;

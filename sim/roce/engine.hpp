@@ -2,8 +2,10 @@
 // One function's RoCE engine: its wire port and its RC queue pairs. A NIC model's per-function
 // thread calls poll(now) in a loop: it takes the frames due on the port, checks and decodes
 // them (a frame that is not a good RoCEv2 packet for us is dropped silently, spec 9.6 / A17),
-// hands each to the queue pair its BTH names, then lets every queue pair fire its timers and
-// transmit. poll returns whether anything happened, so an idle thread can back off.
+// hands each to the queue pair its BTH names (a payload by reference, wire.hpp, as the span of
+// the sender's memory it points to: the queue pair's copy into this function's memory is the
+// only one), lets the queue pairs finish the copies they left waiting, then lets every queue
+// pair fire its timers and transmit. poll returns whether anything happened, so an idle thread can back off.
 //
 // Queue pairs are added and removed on the control path, by the polling thread or while it is
 // stopped; the table is locked once per poll, not per packet.
@@ -41,6 +43,8 @@ public:
     engine_counters counters() const;
 
 private:
+    bool by_reference(frame& f, rig::roce::decoded& packet) noexcept;
+
     port& _port;
     const rig::roce::gid _gid;
     mutable std::mutex _lock;

@@ -172,6 +172,59 @@ mem_status memory::move(const region& r, std::uint64_t va, std::byte* p, std::si
     return mem_status::ok;
 }
 
+mem_status memory::reference(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
+                             const vfio_user::unmap_guard& by, const std::byte*& out) const noexcept {
+    out = nullptr;
+    const pin* pinned = pinned_here();
+    const auto g = read_lock(pinned);
+    mem_status why;
+    const region* found = find_checked(pinned, key, pd, va, n, needed, why);
+    if (found == nullptr || n == 0) {
+        return why;
+    }
+    std::uint64_t iova;
+    if (consecutive(*found, va, n, iova)) {
+        out = _dma.reference(iova, n, by);
+    }
+    return mem_status::ok;
+}
+
+mem_status memory::place(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
+                         std::byte*& out) const noexcept {
+    out = nullptr;
+    const pin* pinned = pinned_here();
+    const auto g = read_lock(pinned);
+    mem_status why;
+    const region* found = find_checked(pinned, key, pd, va, n, needed, why);
+    if (found == nullptr || n == 0) {
+        return why;
+    }
+    std::uint64_t iova;
+    if (consecutive(*found, va, n, iova)) {
+        out = _dma.writable(iova, n);
+    }
+    return mem_status::ok;
+}
+
+bool memory::consecutive(const region& r, std::uint64_t va, std::size_t n, std::uint64_t& iova) noexcept {
+    const std::uint64_t at = va - r.start;
+    if (r.pages.empty()) {
+        iova = r.base_iova + at;
+        return true;
+    }
+    // the pages the bytes span must follow each other in IOVA (an MTT's pages need not)
+    const std::uint64_t page = std::uint64_t{1} << r.page_shift;
+    const std::uint64_t off = at + r.page_offset;
+    const std::uint64_t first = off >> r.page_shift, last = (off + n - 1) >> r.page_shift;
+    for (std::uint64_t i = first; i < last; ++i) {
+        if (r.pages[i + 1] != r.pages[i] + page) {
+            return false;
+        }
+    }
+    iova = r.pages[first] + (off & (page - 1));
+    return true;
+}
+
 mem_status memory::read(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<std::byte> out,
                         std::uint8_t needed) const noexcept {
     const pin* pinned = pinned_here();

@@ -26,6 +26,7 @@
 
 namespace rig::sim::vfio_user {
 class dma_space;
+class unmap_guard;
 }
 
 namespace rig::sim::roce {
@@ -104,6 +105,18 @@ public:
                     std::uint8_t needed) const noexcept;
     mem_status write(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::span<const std::byte> in,
                      std::uint8_t needed) const noexcept;
+    // read() for a reader that reads later: the same checks, then in `out` the host address of
+    // the bytes, where they lie consecutive in one window of the DMA space that `by` guards
+    // (vfio_user::dma_space::reference); `out` nullptr with ok when they cannot be read by
+    // reference (a window without fd, pages of the list apart): read() them. The pointer is good
+    // until `by` is told the window goes (the wire's frames, wire.hpp).
+    mem_status reference(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
+                         const vfio_user::unmap_guard& by, const std::byte*& out) const noexcept;
+    // write() for a writer that writes soon, while this thread holds its dma_space::pin: the
+    // same checks, then in `out` the host address to write at (dma_space::writable), or nullptr
+    // with ok when there is none (a window without fd, pages apart, no pin): write() then.
+    mem_status place(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
+                     std::byte*& out) const noexcept;
     // The checks alone, for `bytes` at `va`: a responder checks a whole RDMA WRITE or READ
     // before it moves its first byte.
     mem_status check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
@@ -115,6 +128,8 @@ private:
     const region* find_checked(const pin* pinned, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                                std::uint8_t needed, mem_status& why) const noexcept;
     mem_status move(const region& r, std::uint64_t va, std::byte* p, std::size_t n, bool is_write) const noexcept;
+    // the IOVA of `n` (> 0) bytes at `va` of `r` when they are consecutive in IOVA space
+    static bool consecutive(const region& r, std::uint64_t va, std::size_t n, std::uint64_t& iova) noexcept;
     // this thread's pin of this memory, or nullptr
     const pin* pinned_here() const noexcept;
     // the read lock, unless this thread holds it by a pin

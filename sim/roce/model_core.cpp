@@ -33,10 +33,22 @@ void model_core::join(station& s) {
 }
 
 void model_core::leave(station& s) noexcept {
+    _waiters.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard r(_round_lock);  // no step runs past here
+    _waiters.fetch_sub(1, std::memory_order_relaxed);
     std::lock_guard g(_list_lock);
     std::erase(_stations, &s);
     std::erase(_joining, &s);
+}
+
+void model_core::pause() {
+    _waiters.fetch_add(1, std::memory_order_relaxed);
+    _round_lock.lock();
+}
+
+void model_core::resume() noexcept {
+    _waiters.fetch_sub(1, std::memory_order_relaxed);
+    _round_lock.unlock();
 }
 
 bool model_core::round() {
@@ -59,6 +71,10 @@ void model_core::loop() {
     auto backoff = min_backoff;
     auto last_work = std::chrono::steady_clock::now();
     while (!_stopping.load(std::memory_order_relaxed)) {
+        if (_waiters.load(std::memory_order_relaxed) != 0) {
+            std::this_thread::yield();   // a pause or a leave waits for _round_lock: let it in
+            continue;
+        }
         const bool worked = round();
         const auto now = std::chrono::steady_clock::now();
         if (worked) {

@@ -63,6 +63,14 @@ public:
     // Removes `s`; returns when no step of it runs. A station that is not joined: nothing.
     void leave(station& s) noexcept;
 
+    // Stops the rounds between two of them: returns once the running round (if any) is over,
+    // and none starts until resume(). For the wire, before a sender's DMA window goes, so that no
+    // step reads a frame's payload by reference from it meanwhile (wire.hpp). From any thread
+    // but the core's, not with a lock that a step takes (as leave); pauses may overlap.
+    void pause();
+    void resume() noexcept;
+    bool on_core_thread() const noexcept { return std::this_thread::get_id() == _thread.get_id(); }
+
     std::uint64_t rounds() const noexcept { return _rounds.load(std::memory_order_relaxed); }
 
 private:
@@ -80,6 +88,9 @@ private:
     std::atomic<bool> _joiners{false};  // !_joining.empty(), read by the thread without the lock
     bool _stop = false;              // guarded by _list_lock
     std::atomic<bool> _stopping{false};
+    // threads in leave() or pause() that want _round_lock: the thread leaves it to them rather
+    // than taking it back at once (a mutex taken back right after its release starves a waiter)
+    std::atomic<std::uint32_t> _waiters{0};
     std::atomic<std::uint64_t> _rounds{0};
     std::uint32_t _busy_rounds = 0;  // the thread's own: for the yield every 64th busy round
     std::thread _thread;

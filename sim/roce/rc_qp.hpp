@@ -128,7 +128,20 @@ public:
     bool take(completion_side side, completion& out) noexcept;
 
     // ---- the engine's side (data path)
-    void on_frame(const rig::roce::decoded& packet, clock::time_point now) noexcept;
+    // `payload_by_reference`: the packet's payload lies outside the frame, in the sender's DMA
+    // window (wire.hpp frame::payload_ref), and stays there after the frame goes back to the
+    // switch: the copy of a WRITE's payload may then wait for the next packets of the message,
+    // to be made as one (finish_copies).
+    void on_frame(const rig::roce::decoded& packet, clock::time_point now, bool payload_by_reference = false) noexcept;
+    // Makes the copies on_frame left waiting (a run of one WRITE's packets, into host memory
+    // found for this thread's dma_space::pin): before anything else reads or writes that
+    // memory, and before the pin goes. transmit() starts with it; the engine calls it once its
+    // frames are taken, before any queue pair transmits.
+    void finish_copies() noexcept {
+        if (_copy.n != 0) {
+            copy_now();
+        }
+    }
     // Fires timers and sends what the window allows; true when it did something.
     bool transmit(clock::time_point now) noexcept;
 
@@ -173,13 +186,25 @@ private:
     // gathers/scatters `bytes` at `offset` of a request's scatter list
     mem_status gather(const send_request& r, std::uint64_t offset, std::span<std::byte> out) const noexcept;
     mem_status scatter(const std::array<sge, max_sge>& sg, std::uint8_t count, std::uint64_t offset,
-                       std::span<const std::byte> in) const noexcept;
+                       std::span<const std::byte> in) noexcept;
+    // An inbound WRITE's payload into its place at _in_va + _in_offset: now, or joined to the
+    // copy waiting (finish_copies) when it continues it in both memories. false: refused.
+    bool write_payload(std::span<const std::byte> payload) noexcept;
+    void copy_now() noexcept;
     // A frame for `t` with room for `payload_bytes`, headers written, the payload's place in
-    // `payload` (the caller gathers into it: one copy from host memory to the wire), or nullptr
-    // when the switch is out of buffers. Then send_frame() or, if filling failed, _port.release().
+    // `payload` (the caller gathers into it, when the payload cannot go by reference), or
+    // nullptr when the switch is out of buffers. Then send_frame() (the port sends it with the
+    // rest of transmit()'s burst) or, if filling failed, _port.release().
     frame* start_frame(const rig::roce::transport& t, std::size_t payload_bytes, std::span<std::byte>& payload) noexcept;
-    void send_frame(frame* f, clock::time_point now) noexcept;
-    bool send_empty(const rig::roce::transport& t, clock::time_point now) noexcept;   // ACK, NAK, READ request
+    // The same with the payload left where it is, at `payload` (wire.hpp frame::payload_ref: the
+    // receiver copies it from there, the only copy), which memory::reference gave.
+    frame* start_frame(const rig::roce::transport& t, const std::byte* payload, std::size_t payload_bytes) noexcept;
+    // `n` bytes at `offset` of a request's scatter list by reference, when they lie in one
+    // scatter entry that memory::reference can point at; nullptr: gather them (which also
+    // refuses what the checks refuse).
+    const std::byte* reference(const send_request& r, std::uint64_t offset, std::size_t n) const noexcept;
+    void send_frame(frame* f) noexcept;
+    bool send_empty(const rig::roce::transport& t) noexcept;   // ACK, NAK, READ request
 
     // rc_requester.cpp
     void on_response(const rig::roce::decoded& packet, clock::time_point now) noexcept;
@@ -200,7 +225,7 @@ private:
     void nak(rig::roce::nak_code code, std::uint32_t psn) noexcept;
     void responder_fails(rig::roce::nak_code code, std::uint32_t psn, completion_status receive_status) noexcept;
     bool push_read(std::uint32_t psn, std::uint64_t va, std::uint32_t rkey, std::uint32_t bytes) noexcept;
-    bool send_responses(clock::time_point now) noexcept;
+    bool send_responses() noexcept;
 
     memory& _mem;
     port& _port;
@@ -253,6 +278,14 @@ private:
     std::uint8_t _nak_syndrome = 0;
     std::uint32_t _nak_psn = 0;
     completion_ring _receive_done;
+    // the copy waiting (finish_copies): `n` bytes from `from` (a sender's window) to `to`
+    struct waiting_copy {
+        std::byte* to = nullptr;
+        const std::byte* from = nullptr;
+        std::size_t n = 0;
+    };
+    waiting_copy _copy;
+    bool _payload_stays = false;    // on_frame's payload_by_reference, for the packet being handled
 };
 
 }  // namespace rig::sim::roce

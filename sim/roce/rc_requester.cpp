@@ -107,12 +107,16 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
         }
         const bool last = seg + 1 == e.packets;
         t.ack_req = last || seg % 16 == 15 || psn_diff(psn_add(_tx_psn, 1), _una) >= static_cast<std::int32_t>(_send.max_inflight);
-        // the payload goes from host memory straight into the frame
-        std::span<std::byte> payload;
-        if ((f = start_frame(t, len, payload)) == nullptr) {
+        // The payload stays in host memory, by reference: the receiver copies it from there
+        // (wire.hpp). Else (inline, pieces of several scatter entries, a window without fd, a
+        // refused access) it goes from host memory straight into the frame.
+        if (const std::byte* ref = reference(e.wr, offset, len); ref != nullptr) {
+            if ((f = start_frame(t, ref, len)) == nullptr) {
+                return false;
+            }
+        } else if (std::span<std::byte> payload; (f = start_frame(t, len, payload)) == nullptr) {
             return false;
-        }
-        if (gather(e.wr, offset, payload) != mem_status::ok) {
+        } else if (gather(e.wr, offset, payload) != mem_status::ok) {
             _port.release(f);
             e.local_error = completion_status::local_protection;   // e.g. deregistered after start
             retire_completed();
@@ -120,7 +124,7 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
         }
         next_psn = psn_add(_tx_psn, 1);
     }
-    send_frame(f, now);
+    send_frame(f);
     if (psn_diff(_tx_psn, _sent_end) < 0) {
         ++_counters.retransmitted;
     }

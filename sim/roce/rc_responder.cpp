@@ -169,8 +169,7 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
             responder_fails(proto::nak_code::invalid_request, psn, completion_status::success);
             return;
         }
-        if (size > 0 && _mem.write(_in_rkey, _config.pd, _in_va + _in_offset, packet.payload, access_remote_write) !=
-                            mem_status::ok) {
+        if (size > 0 && !write_payload(packet.payload)) {
             responder_fails(proto::nak_code::remote_access_error, psn, completion_status::success);
             return;
         }
@@ -234,7 +233,7 @@ void rc_qp::responder_fails(proto::nak_code code, std::uint32_t psn, completion_
 
 // READ responses in order, then the one pending ACK or NAK: an ACK must not overtake the
 // responses of a READ before it, or the requester would take it for their loss.
-bool rc_qp::send_responses(clock::time_point now) noexcept {
+bool rc_qp::send_responses() noexcept {
     bool did = false;
     for (int n = 0; n < burst && _reads_head != _reads_tail; ++n) {
         read_context& c = _reads[_reads_head % _reads.size()];
@@ -251,20 +250,33 @@ bool rc_qp::send_responses(clock::time_point now) noexcept {
         t.psn = c.psn;
         t.syndrome = proto::syndrome(proto::ack_kind::ack, proto::credits_invalid);
         t.msn = _msn;
-        // the payload goes from host memory straight into the frame
-        std::span<std::byte> payload;
-        frame* f = start_frame(t, len, payload);
+        // The payload stays in host memory, by reference, for the requester to copy (wire.hpp);
+        // else it goes from host memory straight into the frame.
+        const std::byte* ref = nullptr;
+        mem_status st = len == 0 ? mem_status::ok
+                                 : _mem.reference(c.rkey, _config.pd, c.va + offset, len, access_remote_read,
+                                                  _port.guard(), ref);
+        frame* f = nullptr;
+        if (ref != nullptr) {
+            f = start_frame(t, ref, len);
+        } else {
+            std::span<std::byte> payload;
+            f = start_frame(t, len, payload);
+            if (f != nullptr && st == mem_status::ok && len > 0) {
+                st = _mem.read(c.rkey, _config.pd, c.va + offset, payload, access_remote_read);
+            }
+        }
         if (f == nullptr) {
             return did;
         }
-        if (len > 0 && _mem.read(c.rkey, _config.pd, c.va + offset, payload, access_remote_read) != mem_status::ok) {
+        if (st != mem_status::ok) {
             // deregistered, or unmapped by the client, since the request was checked
             _port.release(f);
             nak(proto::nak_code::remote_access_error, c.psn);
             enter_error();
             break;
         }
-        send_frame(f, now);
+        send_frame(f);
         did = true;
         c.psn = psn_add(c.psn, 1);
         if (c.psn == c.end_psn) {
@@ -286,7 +298,7 @@ bool rc_qp::send_responses(clock::time_point now) noexcept {
             t.psn = psn_add(_epsn, proto::psn_mask);   // _epsn - 1: everything executed so far
             t.syndrome = proto::syndrome(proto::ack_kind::ack, proto::credits_invalid);
         }
-        if (send_empty(t, now)) {
+        if (send_empty(t)) {
             _nak_pending = _ack_pending = false;   // a NAK acknowledges every PSN before it too
             did = true;
         }

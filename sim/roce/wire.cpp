@@ -6,9 +6,47 @@
 #include <shared_mutex>
 #include <stdexcept>
 
+#include "sim/vfio_user/dma_space.hpp"
 #include "sim/vfio_user/log.hpp"
 
 namespace rig::sim::roce {
+
+// What the DMA spaces a wire guards tell it before a window goes (vfio_user::unmap_guard):
+// the core pauses between two rounds (no receiver is mid-copy from the window, no sender
+// makes a new reference into it), the queued frames pointing into the window are
+// materialized, the munmap happens, the core goes on. Held by those DMA spaces, so it
+// outlives the wire, which orphans it as it goes.
+class wire::guard final : public vfio_user::unmap_guard {
+public:
+    explicit guard(wire& w) noexcept : _wire(&w) {}
+    void hold() override {
+        _lock.lock();   // until release(): the wire stays while a removal is under way
+        if (_wire != nullptr) {
+            _paused = _wire->pause_core();
+        }
+    }
+    void forget(std::span<const std::byte> going) noexcept override {
+        if (_wire != nullptr) {
+            _wire->forget(going);
+        }
+    }
+    void release() noexcept override {
+        if (_paused != nullptr) {
+            _paused->resume();
+            _paused = nullptr;
+        }
+        _lock.unlock();
+    }
+    void orphan() noexcept {
+        std::lock_guard g(_lock);
+        _wire = nullptr;
+    }
+
+private:
+    std::mutex _lock;
+    wire* _wire;
+    model_core* _paused = nullptr;
+};
 
 namespace {
 
@@ -39,6 +77,11 @@ std::string mac_text(const mac_address& m) {
 port::~port() {
     _wire.detach(*this);
     give_back_released();
+    while (_outbound != nullptr) {   // sent but never flushed: they leave with the port
+        frame* f = _outbound;
+        _outbound = f->next;
+        _wire.give(f);
+    }
     std::lock_guard g(_queue_lock);
     for (frame** list : {&_head, &_ready}) {
         while (*list != nullptr) {
@@ -55,6 +98,20 @@ port::~port() {
 frame* port::allocate() noexcept { return _wire.take(); }
 
 void port::transmit(frame* f, clock::time_point now) noexcept { _wire.forward(*this, f, now); }
+
+void port::send(frame* f) noexcept {
+    f->next = nullptr;
+    (_outbound_last != nullptr ? _outbound_last->next : _outbound) = f;
+    _outbound_last = f;
+}
+
+void port::flush(clock::time_point now) noexcept {
+    if (_outbound != nullptr) {
+        frame* list = _outbound;
+        _outbound = _outbound_last = nullptr;
+        _wire.forward_run(*this, list, now);
+    }
+}
 
 void port::release(frame* f) noexcept {
     f->prev = nullptr;
@@ -115,6 +172,16 @@ frame* port::receive(clock::time_point now) noexcept {
     return f;
 }
 
+const vfio_user::unmap_guard& port::guard() const noexcept { return *_wire._guard; }
+
+void port::guard_unmaps(vfio_user::dma_space& dma) { _wire.guard_unmaps(dma); }
+
+void port::materialize(frame* f) noexcept {
+    if (f->payload_ref != nullptr) {
+        _wire.materialize(*f);
+    }
+}
+
 std::size_t port::queued() const noexcept {
     std::lock_guard g(_queue_lock);
     return _queued + _ready_count.load(std::memory_order_relaxed);
@@ -159,7 +226,7 @@ bool port::link_up() const noexcept {
 // ---- wire ---------------------------------------------------------------------------------------
 
 wire::wire(std::size_t pool_frames, std::size_t port_queue_limit, std::uint64_t seed)
-    : _queue_limit(port_queue_limit), _pool_limit(pool_frames), _random(seed | 1) {
+    : _queue_limit(port_queue_limit), _pool_limit(pool_frames), _random(seed | 1), _guard(std::make_shared<guard>(*this)) {
     if (pool_frames == 0 || port_queue_limit == 0) {
         throw std::invalid_argument("roce::wire: pool and port queues need room for one frame");
     }
@@ -167,7 +234,50 @@ wire::wire(std::size_t pool_frames, std::size_t port_queue_limit, std::uint64_t 
 }
 
 wire::~wire() {
+    _guard->orphan();
     capture("");
+}
+
+void wire::guard_unmaps(vfio_user::dma_space& dma) { dma.guard_unmaps(_guard); }
+
+model_core* wire::pause_core() {
+    model_core* c = nullptr;
+    {
+        // not held while pausing: a round may wait for a function lock whose holder waits for
+        // this one (core(), from a data path being made)
+        std::lock_guard g(_core_lock);
+        c = _core.get();
+    }
+    if (c == nullptr || c->on_core_thread()) {
+        return nullptr;
+    }
+    c->pause();
+    return c;
+}
+
+void wire::materialize(frame& f) noexcept {
+    std::memcpy(f.bytes.data() + f.payload_at, f.payload_ref, f.payload_bytes);
+    f.payload_ref = nullptr;
+    _counters.materialized.fetch_add(1, std::memory_order_relaxed);
+}
+
+void wire::forget(std::span<const std::byte> going) noexcept {
+    const auto lo = reinterpret_cast<std::uintptr_t>(going.data());
+    const auto in_going = [&](const frame* f) {
+        return f->payload_ref != nullptr && reinterpret_cast<std::uintptr_t>(f->payload_ref) - lo < going.size();
+    };
+    std::shared_lock config(_config_lock);
+    for (port* p : _ports) {
+        // the receiver's own list too: it is not running (the core is paused, or this is it)
+        std::lock_guard q(p->_queue_lock);
+        for (frame* list : {p->_head, p->_ready}) {
+            for (frame* x = list; x != nullptr; x = x->next) {
+                if (in_going(x)) {
+                    materialize(*x);
+                }
+            }
+        }
+    }
 }
 
 model_core& wire::core() {
@@ -256,6 +366,8 @@ wire_counters wire::counters() const {
     c.duplicated = _counters.duplicated.load(r);
     c.no_route = _counters.no_route.load(r);
     c.overflow = _counters.overflow.load(r);
+    c.materialized = _counters.materialized.load(r);
+    c.by_reference = _counters.by_reference.load(r);
     return c;
 }
 
@@ -289,6 +401,7 @@ frame* wire::take() noexcept {
         f->next = f->prev = nullptr;
         f->size = 0;
         f->sealed = true;
+        f->payload_ref = nullptr;
     }
     return f;
 }
@@ -316,24 +429,123 @@ double wire::uniform() noexcept {
     return static_cast<double>((_random * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
 }
 
+// with _config_lock held
+port* wire::route(const frame& f) const noexcept {
+    if (f.size < 6) {
+        return nullptr;
+    }
+    const mac_address dst = destination_of(f);
+    for (port* p : _ports) {
+        if (p->_mac == dst) {
+            return p;
+        }
+    }
+    return nullptr;
+}
+
 void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
     std::shared_lock config(_config_lock);
-    port* to = nullptr;
-    if (f->size >= 6) {
-        const mac_address dst = destination_of(*f);
-        for (port* p : _ports) {
-            if (p->_mac == dst) {
-                to = p;
-                break;
+    forward_locked(from, f, now);
+}
+
+namespace {
+bool quiet(const faults& x) noexcept {
+    return x.drop <= 0 && x.duplicate <= 0 && x.delay.count() == 0 && x.jitter.count() == 0;
+}
+bool same_destination(const frame& a, const frame& b) noexcept {
+    return a.size >= 6 && b.size >= 6 && std::memcmp(a.bytes.data(), b.bytes.data(), 6) == 0;
+}
+}  // namespace
+
+// The plain path, a frame at a time as forward_locked() would take it, but a run of frames to
+// one port together: due now, no fault, no capture, so no lock but the receiver's queue lock,
+// once per run, and the counters once per call.
+void wire::forward_run(port& from, frame* list, clock::time_point now) noexcept {
+    constexpr auto relaxed = std::memory_order_relaxed;
+    std::shared_lock config(_config_lock);
+    const bool plain = from._link_up && quiet(_faults) && quiet(from._faults) && !_capturing.load(std::memory_order_acquire);
+    std::uint64_t sent = 0, by_reference = 0, delivered = 0, overflow = 0;
+    while (list != nullptr) {
+        frame* f = list;
+        port* to = plain ? route(*f) : nullptr;
+        if (to == nullptr || !to->_link_up || !quiet(to->_faults)) {
+            list = f->next;
+            f->next = nullptr;
+            forward_locked(from, f, now);   // faults, capture, no route: a frame at a time
+            continue;
+        }
+        frame* last = f;
+        std::size_t n = 1;
+        by_reference += f->payload_ref != nullptr ? 1 : 0;
+        f->due = now;
+        while (last->next != nullptr && same_destination(*last->next, *f)) {
+            last->next->prev = last;
+            last = last->next;
+            last->due = now;
+            by_reference += last->payload_ref != nullptr ? 1 : 0;
+            ++n;
+        }
+        list = last->next;
+        last->next = nullptr;
+        sent += n;
+        std::lock_guard q(to->_queue_lock);
+        const std::size_t held = to->_queued + to->_ready_count.load(relaxed);
+        const std::size_t room = held >= _queue_limit ? 0 : _queue_limit - held;
+        if (room < n) {
+            // the port's buffer overflows: the frames past its room are tail-dropped
+            frame* keep_last = nullptr;
+            frame* drop = f;
+            for (std::size_t i = 0; i < room; ++i) {
+                keep_last = drop;
+                drop = drop->next;
+            }
+            give(drop, last, n - room);
+            overflow += n - room;
+            if (keep_last == nullptr) {
+                continue;
+            }
+            keep_last->next = nullptr;
+            last = keep_last;
+            n = room;
+        }
+        delivered += n;
+        if (to->_tail == nullptr || to->_tail->due <= now) {
+            f->prev = to->_tail;   // due now, after every frame queued: the run goes at the tail
+            (to->_tail != nullptr ? to->_tail->next : to->_head) = f;
+            to->_tail = last;
+            to->_queued += n;
+        } else {
+            while (f != nullptr) {   // delayed frames due later wait there: in due order
+                frame* next = f->next;
+                to->enqueue(f);
+                f = next;
             }
         }
     }
+    if (sent != 0) {
+        _counters.transmitted.fetch_add(sent, relaxed);
+        _counters.delivered.fetch_add(delivered, relaxed);
+        if (by_reference != 0) {
+            _counters.by_reference.fetch_add(by_reference, relaxed);
+        }
+        if (overflow != 0) {
+            _counters.overflow.fetch_add(overflow, relaxed);
+        }
+    }
+}
+
+// with _config_lock held (shared)
+void wire::forward_locked(port& from, frame* f, clock::time_point now) noexcept {
+    port* to = route(*f);
     const faults* each[3] = {&_faults, &from._faults, to != nullptr ? &to->_faults : nullptr};
     bool lost = !from._link_up || (to != nullptr && !to->_link_up);
     bool twice = false;
     std::chrono::nanoseconds delay{0}, delay_twin{0};
     constexpr auto relaxed = std::memory_order_relaxed;
     _counters.transmitted.fetch_add(1, relaxed);
+    if (f->payload_ref != nullptr) {
+        _counters.by_reference.fetch_add(1, relaxed);
+    }
     {
         // the random state and the capture file need _state_lock; a wire without random faults
         // or capture (the fast path) takes no lock here
@@ -346,6 +558,9 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
             state.lock();
         }
         if (state.owns_lock() && _capture != nullptr) {
+            if (f->payload_ref != nullptr) {
+                materialize(*f);   // the capture shows the payload
+            }
             if (!f->sealed) {   // the capture shows the frame as a link carries it, ICRC included
                 rig::roce::seal(f->writable());
                 f->sealed = true;
@@ -385,6 +600,9 @@ void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
     if (lost) {
         give(f);
         return;
+    }
+    if (f->payload_ref != nullptr && (twice || delay.count() != 0 || delay_twin.count() != 0)) {
+        materialize(*f);   // a duplicated or delayed frame leaves the core's round: self-contained
     }
     frame* twin = nullptr;
     if (twice) {

@@ -16,12 +16,26 @@
 // jitter reorders), and link down (frames from or to the port vanish). Optional pcap capture
 // of every frame as transmitted (before faults), real bytes and ICRC, for tshark.
 //
-// Thread-safe: any thread may transmit on any port; one thread at a time receives on a port and
-// releases the frames it received.
+// Payload by reference (one copy per byte, not two): a sender may leave a frame's payload in
+// its own DMA window (frame::payload_ref) instead of copying it into the frame; the receiver
+// then copies it from there straight into its own memory (engine.cpp). Only for DMA spaces
+// the wire guards (guard_unmaps), and only while nothing but the receiver sees the frame: the
+// wire copies the payload into the frame (materializes it) before a capture seals it and
+// before a fault duplicates or delays it, and, told by the DMA space before a window goes
+// (vfio_user::unmap_guard), pauses the model core between two rounds and materializes every
+// queued frame that points into the window, so that no frame outlives the memory it points
+// to and no receiver reads it while it goes.
 //
-// Per frame on the wire, without capture or random faults: one pool lock to allocate, a shared
-// config lock and one queue lock to forward (spin locks: spin_lock.hpp; with one model core
-// they are never contended), and relaxed atomic counters. The receiver takes
+// Thread-safe: any thread may transmit on any port; one thread at a time receives on a port and
+// releases the frames it received. A DMA space guarded by the wire must be reached only by the
+// wire's model core, or by threads that never run while one of its windows goes (a test's
+// single polling loop): the guard pauses the core, and no other thread.
+//
+// Per frame on the wire, without capture or faults: one pool lock to allocate; a sender that
+// sends in bursts (send, then flush: a queue pair's transmit) takes the shared config lock,
+// the receiver's queue lock and the relaxed atomic counters once per run of frames to one
+// port (spin locks: spin_lock.hpp; with one model core they are never contended), transmit()
+// once per frame. The receiver takes
 // every due frame of its queue under one queue lock into a list of its own, and gives released
 // frames back to the pool in batches (at `release_batch` frames, and whenever a receive finds
 // nothing due), so the sender and the receiver rarely meet on a lock.
@@ -40,6 +54,11 @@
 #include "abi/roce/packet.hpp"
 #include "sim/roce/model_core.hpp"
 #include "sim/roce/spin_lock.hpp"
+
+namespace rig::sim::vfio_user {
+class dma_space;
+class unmap_guard;
+}  // namespace rig::sim::vfio_user
 
 namespace rig::sim::roce {
 
@@ -60,6 +79,12 @@ struct frame {
     // sees it: the pcap capture. A receiver checks the ICRC of a sealed frame only. Frames
     // from allocate() start sealed: whoever fills them by hand gives the whole frame.
     bool sealed = true;
+    // Not nullptr: the payload_bytes bytes at payload_at of `bytes` are not there but at
+    // payload_ref, in the sender's DMA window (see above); data() then holds everything else.
+    // Set by the sender after it validated the access as for a copy (key, bounds, rights, window).
+    const std::byte* payload_ref = nullptr;
+    std::uint32_t payload_at = 0;
+    std::uint32_t payload_bytes = 0;
     alignas(64) std::array<std::byte, frame_capacity> bytes;
     std::span<const std::byte> data() const noexcept { return {bytes.data(), size}; }
     std::span<std::byte> writable() noexcept { return {bytes.data(), size}; }
@@ -79,6 +104,10 @@ struct wire_counters {
     std::uint64_t duplicated = 0;
     std::uint64_t no_route = 0;    // destination MAC owned by no port
     std::uint64_t overflow = 0;    // receive queue full, or no buffer for a duplicate
+    std::uint64_t by_reference = 0;  // transmitted with their payload by reference (frame::payload_ref)
+    // frames whose payload by reference was copied into them (capture, a duplicating or
+    // delaying fault, a window of the sender going while they waited): 0 on the plain path
+    std::uint64_t materialized = 0;
 };
 
 class wire;
@@ -95,6 +124,12 @@ public:
     frame* allocate() noexcept;
     // Sends `f` (f->size bytes) and gives it up, whatever happens to it.
     void transmit(frame* f, clock::time_point now) noexcept;
+    // transmit() in two steps, for the thread that sends on this port (one at a time: its
+    // queue pairs' poller): send() gives up `f` to go at the next flush(), which transmits every
+    // frame given since, in order, at `now`. The switch's locks and counters are then taken
+    // once per run of frames to one port instead of once per frame.
+    void send(frame* f) noexcept;
+    void flush(clock::time_point now) noexcept;
     // The next frame due at `now`, or nullptr. The caller releases it. A receive that finds
     // nothing gives back to the pool the frames released since.
     frame* receive(clock::time_point now) noexcept;
@@ -102,6 +137,13 @@ public:
     void release(frame* f) noexcept;
     // Frames in the receive queue, due or not.
     std::size_t queued() const noexcept;
+    // The guard of the DMA spaces this port's wire guards: what a sender passes to
+    // memory::reference to get a payload by reference (frame::payload_ref).
+    const vfio_user::unmap_guard& guard() const noexcept;
+    // By the receiving thread, for a frame it holds: its payload by reference is copied in.
+    void materialize(frame* f) noexcept;
+    // wire::guard_unmaps, for the function that owns this port.
+    void guard_unmaps(vfio_user::dma_space& dma);
 
     void set_faults(const faults& f);
     void set_link(bool up);
@@ -123,6 +165,8 @@ private:
     // released but not yet given back to the pool
     frame* _ready = nullptr;
     std::atomic<std::size_t> _ready_count{0};  // read by queued() and the tail-drop check
+    frame* _outbound = nullptr;  // the sender's own: sent, to go at the next flush
+    frame* _outbound_last = nullptr;
     frame* _released = nullptr;  // linked by next, newest first
     frame* _released_last = nullptr;
     std::size_t _released_count = 0;
@@ -161,18 +205,32 @@ public:
     // The model core (model_core.hpp) that runs the data path of every function on this wire,
     // made on first use: one thread for the whole switch.
     model_core& core();
+    // Frames sent by this wire's ports may carry their payload by reference into `dma`'s
+    // windows (frame::payload_ref): the wire is told before any of them goes, and materializes
+    // the frames that point into it (see above). A dma_space serves one wire: another wire's
+    // guard is replaced. The guard outlives the wire harmlessly (it then does nothing).
+    void guard_unmaps(vfio_user::dma_space& dma);
     // Frames a transmit can still take: free ones, and those the pool may still grow by (frames a
     // receiver released since its last receive that found nothing are not counted yet).
     std::size_t free_frames() const;
 
 private:
     friend class port;
+    class guard;   // wire.cpp
     frame* take() noexcept;
     void give(frame* f) noexcept;
     void give(frame* first, frame* last, std::size_t n) noexcept;  // a list linked by next
     void forward(port& from, frame* f, clock::time_point now) noexcept;
+    void forward_run(port& from, frame* list, clock::time_point now) noexcept;   // a list linked by next
+    void forward_locked(port& from, frame* f, clock::time_point now) noexcept;
+    port* route(const frame& f) const noexcept;
     void detach(port& p) noexcept;
     double uniform() noexcept;  // with _state_lock held
+    void materialize(frame& f) noexcept;
+    // the guard's: with the core paused (or on its thread), every queued frame whose payload
+    // lies in `going` is materialized
+    void forget(std::span<const std::byte> going) noexcept;
+    model_core* pause_core();   // nullptr: no core, or this is its thread (nothing to wait for)
 
     const std::size_t _queue_limit;
     const std::size_t _pool_limit;
@@ -191,10 +249,12 @@ private:
     std::FILE* _capture = nullptr;
     std::atomic<bool> _capturing{false};  // _capture != nullptr, read without _state_lock
     struct alignas(64) atomic_counters {
-        std::atomic<std::uint64_t> transmitted{0}, delivered{0}, dropped{0}, duplicated{0}, no_route{0}, overflow{0};
+        std::atomic<std::uint64_t> transmitted{0}, delivered{0}, dropped{0}, duplicated{0}, no_route{0}, overflow{0},
+            materialized{0}, by_reference{0};
     };
     atomic_counters _counters;
 
+    std::shared_ptr<guard> _guard;   // shared with the DMA spaces it guards
     std::mutex _core_lock;
     std::unique_ptr<model_core> _core;  // last: its thread stops before the rest goes
 };

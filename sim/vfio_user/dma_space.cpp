@@ -76,15 +76,48 @@ int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bo
     return 0;
 }
 
+// The guard of a dma_space held around a removal: hold() before, release() after, whatever
+// path the removal takes.
+class dma_space::guarded {
+public:
+    explicit guarded(const dma_space& d) {
+        {
+            const auto g = d.hold();
+            _guard = d._guard;
+        }
+        if (_guard) {
+            _guard->hold();
+        }
+    }
+    ~guarded() {
+        if (_guard) {
+            _guard->release();
+        }
+    }
+    guarded(const guarded&) = delete;
+    guarded& operator=(const guarded&) = delete;
+    // with the dma_space's lock held, before the window's munmap
+    void forget(const window& w) const noexcept {
+        if (_guard && w.base != nullptr) {
+            _guard->forget({w.base, w.size});
+        }
+    }
+
+private:
+    std::shared_ptr<unmap_guard> _guard;
+};
+
 int dma_space::unmap(std::uint64_t iova, std::uint64_t size) {
     std::shared_ptr<unmap_observer> observer;
     {
+        const guarded guard(*this);   // before the lock: the guard may wait for a data path holding it
         const auto g = hold();
         const auto it = _windows.find(iova);
         if (it == _windows.end() || it->second.size != size) {
             return ENOENT;
         }
         if (it->second.base != nullptr) {
+            guard.forget(it->second);
             ::munmap(it->second.base, it->second.size);
         }
         _windows.erase(it);
@@ -103,10 +136,17 @@ void dma_space::watch_unmaps(std::weak_ptr<unmap_observer> observer) {
     _unmap_observer = std::move(observer);
 }
 
+void dma_space::guard_unmaps(std::shared_ptr<unmap_guard> guard) {
+    const auto g = hold();
+    _guard = std::move(guard);
+}
+
 void dma_space::unmap_all() {
+    const guarded guard(*this);
     const auto g = hold();
     for (auto& [iova, w] : _windows) {
         if (w.base != nullptr) {
+            guard.forget(w);
             ::munmap(w.base, w.size);
         }
     }
@@ -187,7 +227,9 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
             std::atomic_thread_fence(std::memory_order_release);
             std::atomic_ref<std::byte>(w.base[at + n - 1]).store(p[n - 1], std::memory_order_relaxed);
         } else if (is_write) {
-            std::memcpy(w.base + at, p, n);
+            // memmove: the source may be a frame's payload by reference into this very window
+            // (a queue pair looped to itself writing onto an overlapping range)
+            std::memmove(w.base + at, p, n);
         } else {
             std::memcpy(p, w.base + at, n);
         }
@@ -245,6 +287,45 @@ void dma_space::prefetch(std::uint64_t iova, bool for_write) noexcept {
     } else {
         __builtin_prefetch(p, 0, 3);
     }
+}
+
+const std::byte* dma_space::reference(std::uint64_t iova, std::size_t n, const unmap_guard& by) const noexcept {
+    const auto g = hold();
+    if (_guard.get() != &by || n == 0) {
+        return nullptr;
+    }
+    const window* w = _last;
+    if (w == nullptr || iova - w->iova >= w->size) {
+        auto it = _windows.upper_bound(iova);
+        if (it == _windows.begin()) {
+            return nullptr;
+        }
+        w = _last = &std::prev(it)->second;
+    }
+    const std::uint64_t at = iova - w->iova;
+    if (at >= w->size || n > w->size - at || !w->device_reads || w->base == nullptr) {
+        return nullptr;
+    }
+    return w->base + at;
+}
+
+std::byte* dma_space::writable(std::uint64_t iova, std::size_t n) const noexcept {
+    if (!pinned_here() || n == 0) {
+        return nullptr;
+    }
+    const window* w = _last;
+    if (w == nullptr || iova - w->iova >= w->size) {
+        auto it = _windows.upper_bound(iova);
+        if (it == _windows.begin()) {
+            return nullptr;
+        }
+        w = _last = &std::prev(it)->second;
+    }
+    const std::uint64_t at = iova - w->iova;
+    if (at >= w->size || n > w->size - at || !w->device_writes || w->base == nullptr) {
+        return nullptr;
+    }
+    return w->base + at;
 }
 
 bool dma_space::read(std::uint64_t iova, std::span<std::byte> out) {

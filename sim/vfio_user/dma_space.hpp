@@ -56,6 +56,24 @@ protected:
     ~unmap_observer() = default;
 };
 
+// Told around the removal of every window with fd (DMA_UNMAP, unmap_all, the destructor), by
+// whoever keeps host pointers into windows past an access: the model's wire, whose frames may
+// carry their payload by reference into the sender's window until the receiver copies it
+// (sim/roce/wire.hpp). hold() comes first, without dma_space's lock (it may wait for the
+// threads that read through such pointers: the model core); forget() then gets the host bytes
+// of each window about to go, still mapped, with the lock held (it must make no access to this
+// dma_space); release() comes after the munmap. So no pointer into a window outlives it, and
+// nothing reads through one while it goes.
+class unmap_guard {
+public:
+    virtual void hold() = 0;
+    virtual void forget(std::span<const std::byte> going) noexcept = 0;
+    virtual void release() noexcept = 0;
+
+protected:
+    ~unmap_guard() = default;
+};
+
 class dma_space {
 public:
     static constexpr std::size_t faults_kept = 64;
@@ -93,6 +111,16 @@ public:
     // another core's cache, and an access to one waits a cross-core transfer. Moves nothing,
     // refuses nothing: outside a window with fd it does nothing.
     void prefetch(std::uint64_t iova, bool for_write) noexcept;
+    // The host address of [iova, +n), for a device that reads those bytes later instead of
+    // copying them now (one copy instead of two: sim/roce/wire.hpp), when they lie wholly in
+    // one window with fd that the device may read and `by` guards this dma_space (guard_unmaps):
+    // the pointer stays good until `by` is told the window goes. nullptr otherwise, refusing
+    // and reporting nothing: the caller then reads by read(), which refuses and reports as ever.
+    const std::byte* reference(std::uint64_t iova, std::size_t n, const unmap_guard& by) const noexcept;
+    // The host address of [iova, +n) for a device write made soon, by this thread, while it
+    // holds its pin (no window goes until the pin does): when it lies wholly in one window with
+    // fd that the device may write. nullptr otherwise (refusing and reporting nothing: write()).
+    std::byte* writable(std::uint64_t iova, std::size_t n) const noexcept;
 
     std::size_t window_count() const;
     // true when iova lies in a window announced without fd: the device reaches it only by
@@ -112,8 +140,12 @@ public:
     void set_in_band(in_band_dma* to, std::thread::id thread);
     // The one observer of unmaps, held weakly: either side may go first. Replaces any other.
     void watch_unmaps(std::weak_ptr<unmap_observer> observer);
+    // The one guard told before windows go (unmap_guard), held strongly (the guard outlives its
+    // owner's end and then does nothing). Replaces any other: a dma_space serves one wire.
+    void guard_unmaps(std::shared_ptr<unmap_guard> guard);
 
 private:
+    class guarded;   // a removal's hold() and release() of the guard (dma_space.cpp)
     struct window {
         std::uint64_t iova;
         std::uint64_t size;
@@ -132,10 +164,11 @@ private:
     // The window the last access found (a node of _windows, forgotten when one goes): a data
     // path's accesses come in runs into one window, which then costs no tree walk. Read and
     // written with _lock held, as every access holds it.
-    const window* _last = nullptr;
+    mutable const window* _last = nullptr;
     in_band_dma* _in_band = nullptr;
     std::thread::id _in_band_thread;
     std::weak_ptr<unmap_observer> _unmap_observer;
+    std::shared_ptr<unmap_guard> _guard;
     std::uint64_t _fault_count = 0;
     std::deque<dma_fault> _faults;
 };

@@ -143,3 +143,21 @@ TEST_CASE("model core - a wire makes one core on first use and keeps it") {
     REQUIRE(eventually([&] { return s.steps > 0; }));
     c.leave(s);
 }
+
+TEST_CASE("model core - pause returns once the running pass has ended and holds off the next until resume") {
+    sr::model_core core("test-core");
+    counting_station s;
+    s.work = true;
+    s.stall_ms = 50;
+    core.join(s);
+    REQUIRE(eventually([&] { return s.in_step.load(); }));
+    core.pause();
+    CHECK_FALSE(s.in_step.load());   // the pass under way ended before pause returned
+    const auto paused_at = s.steps.load();
+    std::this_thread::sleep_for(150ms);   // three passes' time: none ran
+    CHECK(s.steps.load() == paused_at);
+    core.resume();
+    REQUIRE(eventually([&] { return s.steps.load() > paused_at; }));
+    s.stall_ms = 0;
+    core.leave(s);
+}
