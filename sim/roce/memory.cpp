@@ -172,8 +172,11 @@ mem_status memory::move(const region& r, std::uint64_t va, std::byte* p, std::si
     return mem_status::ok;
 }
 
-mem_status memory::reference(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
-                             const vfio_user::unmap_guard& by, const std::byte*& out) const noexcept {
+// with the checks of read() and write(): `out` = host(iova of the bytes) where they lie
+// consecutive in IOVA space, else nullptr (ok all the same: the caller then moves them itself)
+template <class Ptr, class Host>
+mem_status memory::host_address(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
+                                std::uint8_t needed, Ptr& out, Host host) const noexcept {
     out = nullptr;
     const pin* pinned = pinned_here();
     const auto g = read_lock(pinned);
@@ -184,26 +187,19 @@ mem_status memory::reference(std::uint32_t key, std::uint32_t pd, std::uint64_t 
     }
     std::uint64_t iova;
     if (consecutive(*found, va, n, iova)) {
-        out = _dma.reference(iova, n, by);
+        out = host(iova);
     }
     return mem_status::ok;
 }
 
+mem_status memory::reference(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
+                             const vfio_user::unmap_guard& by, const std::byte*& out) const noexcept {
+    return host_address(key, pd, va, n, needed, out, [&](std::uint64_t iova) { return _dma.reference(iova, n, by); });
+}
+
 mem_status memory::place(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
                          std::byte*& out) const noexcept {
-    out = nullptr;
-    const pin* pinned = pinned_here();
-    const auto g = read_lock(pinned);
-    mem_status why;
-    const region* found = find_checked(pinned, key, pd, va, n, needed, why);
-    if (found == nullptr || n == 0) {
-        return why;
-    }
-    std::uint64_t iova;
-    if (consecutive(*found, va, n, iova)) {
-        out = _dma.writable(iova, n);
-    }
-    return mem_status::ok;
+    return host_address(key, pd, va, n, needed, out, [&](std::uint64_t iova) { return _dma.writable(iova, n); });
 }
 
 bool memory::consecutive(const region& r, std::uint64_t va, std::size_t n, std::uint64_t& iova) noexcept {

@@ -128,6 +128,10 @@ private:
     const region* find_checked(const pin* pinned, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                                std::uint8_t needed, mem_status& why) const noexcept;
     mem_status move(const region& r, std::uint64_t va, std::byte* p, std::size_t n, bool is_write) const noexcept;
+    // reference() and place(): the checks, then `host` of the IOVA (memory.cpp)
+    template <class Ptr, class Host>
+    mem_status host_address(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
+                            Ptr& out, Host host) const noexcept;
     // the IOVA of `n` (> 0) bytes at `va` of `r` when they are consecutive in IOVA space
     static bool consecutive(const region& r, std::uint64_t va, std::size_t n, std::uint64_t& iova) noexcept;
     // this thread's pin of this memory, or nullptr

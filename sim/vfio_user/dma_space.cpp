@@ -200,24 +200,38 @@ void dma_space::refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::
     _faults.push_back({iova, n, is_write, std::move(reason)});
 }
 
+// with _lock held, or this thread's pin: the window that holds `iova` (remembered), or nullptr
+const dma_space::window* dma_space::window_at(std::uint64_t iova) const noexcept {
+    if (_last != nullptr && iova - _last->iova < _last->size) {
+        return _last;
+    }
+    auto it = _windows.upper_bound(iova);
+    if (it == _windows.begin()) {
+        return nullptr;
+    }
+    const window& w = std::prev(it)->second;
+    if (iova - w.iova >= w.size) {
+        return nullptr;
+    }
+    _last = &w;
+    return _last;
+}
+
 bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last) {
     const bool pinned = pinned_here();
     std::unique_lock g = pinned ? std::unique_lock<std::mutex>(_lock, std::defer_lock) : std::unique_lock<std::mutex>(_lock);
     if (n == 0) {
         return true;
     }
-    if (_last == nullptr || iova - _last->iova >= _last->size) {
-        auto it = _windows.upper_bound(iova);
-        if (it == _windows.begin()) {
-            refuse(iova, n, is_write, "no DMA window there");
-            return false;
-        }
-        _last = &std::prev(it)->second;
+    const window* found = window_at(iova);
+    if (found == nullptr) {
+        refuse(iova, n, is_write, "no DMA window there");
+        return false;
     }
-    const window w = *_last;
+    const window w = *found;
     const std::uint64_t at = iova - w.iova;
-    if (at >= w.size || n > w.size - at) {
-        refuse(iova, n, is_write, at >= w.size ? "no DMA window there" : "runs past the end of its DMA window");
+    if (n > w.size - at) {
+        refuse(iova, n, is_write, "runs past the end of its DMA window");
         return false;
     }
     if (is_write ? !w.device_writes : !w.device_reads) {
@@ -266,21 +280,11 @@ void dma_space::prefetch(std::uint64_t iova, bool for_write) noexcept {
     if (!pinned_here()) {
         return;   // a hint: not worth a lock (the data path prefetches inside its pinned pass)
     }
-    if (_last == nullptr || iova - _last->iova >= _last->size) {
-        auto it = _windows.upper_bound(iova);
-        if (it == _windows.begin()) {
-            return;
-        }
-        const window& w = std::prev(it)->second;
-        if (iova - w.iova >= w.size) {
-            return;
-        }
-        _last = &w;
-    }
-    if (_last->base == nullptr) {
+    const window* w = window_at(iova);
+    if (w == nullptr || w->base == nullptr) {
         return;
     }
-    const std::byte* p = _last->base + (iova - _last->iova);
+    const std::byte* p = w->base + (iova - w->iova);
     if (for_write) {
         // PREFETCHW: the line comes exclusive, ready for the store (executed as a NOP by x86
         // cores without it); a read prefetch would leave the store an ownership request to wait.
@@ -299,38 +303,22 @@ const std::byte* dma_space::reference(std::uint64_t iova, std::size_t n, const u
     if (_guard.get() != &by || n == 0) {
         return nullptr;
     }
-    const window* w = _last;
-    if (w == nullptr || iova - w->iova >= w->size) {
-        auto it = _windows.upper_bound(iova);
-        if (it == _windows.begin()) {
-            return nullptr;
-        }
-        w = _last = &std::prev(it)->second;
-    }
-    const std::uint64_t at = iova - w->iova;
-    if (at >= w->size || n > w->size - at || !w->device_reads || w->base == nullptr) {
+    const window* w = window_at(iova);
+    if (w == nullptr || n > w->size - (iova - w->iova) || !w->device_reads || w->base == nullptr) {
         return nullptr;
     }
-    return w->base + at;
+    return w->base + (iova - w->iova);
 }
 
 std::byte* dma_space::writable(std::uint64_t iova, std::size_t n) const noexcept {
     if (!pinned_here() || n == 0) {
         return nullptr;
     }
-    const window* w = _last;
-    if (w == nullptr || iova - w->iova >= w->size) {
-        auto it = _windows.upper_bound(iova);
-        if (it == _windows.begin()) {
-            return nullptr;
-        }
-        w = _last = &std::prev(it)->second;
-    }
-    const std::uint64_t at = iova - w->iova;
-    if (at >= w->size || n > w->size - at || !w->device_writes || w->base == nullptr) {
+    const window* w = window_at(iova);
+    if (w == nullptr || n > w->size - (iova - w->iova) || !w->device_writes || w->base == nullptr) {
         return nullptr;
     }
-    return w->base + at;
+    return w->base + (iova - w->iova);
 }
 
 bool dma_space::read(std::uint64_t iova, std::span<std::byte> out) {

@@ -153,6 +153,7 @@ private:
         bool device_writes;
         std::byte* base;   // nullptr: no fd, reached in band
     };
+    const window* window_at(std::uint64_t iova) const noexcept;
     bool access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last = false);
     // _lock, unless this thread holds it by a pin
     std::unique_lock<std::mutex> hold() const;

@@ -214,4 +214,26 @@ inline std::uint64_t checksum(std::span<const std::byte> s) {
     return h;
 }
 
+// The memory plan of most engine tests (offsets in each function's 3 MiB): source 0..1 MiB
+// (lkey), destination 1..2 MiB (rkey: remote read and write), receive 2..3 MiB (rcvkey).
+inline constexpr std::uint64_t mib = 1 << 20;
+inline constexpr std::uint64_t src = 0, dst = mib, rcv = 2 * mib;
+inline constexpr std::uint32_t lkey = 0x11, rkey = 0x22, rcvkey = 0x33;
+
+inline function& planned(function& f) {
+    f.reg(lkey, src, mib, sr::access_local_write);
+    f.reg(rkey, dst, mib, sr::access_local_write | sr::access_remote_read | sr::access_remote_write);
+    f.reg(rcvkey, rcv, mib, sr::access_local_write);
+    return f;
+}
+
+// Two functions on one wire, memory planned, one queue pair each (not yet connected).
+struct two_functions {
+    sr::wire w;
+    function fa{w, 1, 3 * mib};
+    function fb{w, 2, 3 * mib};
+    sr::rc_qp& a = planned(fa).make_qp(0x101);
+    sr::rc_qp& b = planned(fb).make_qp(0x202);
+};
+
 }  // namespace rig::test::roce

@@ -17,25 +17,6 @@ namespace sr = rig::sim::roce;
 
 namespace {
 
-constexpr std::uint64_t mib = 1 << 20;
-constexpr std::uint64_t src = 0, dst = mib, rcv = 2 * mib;
-constexpr std::uint32_t lkey = 0x11, rkey = 0x22, rcvkey = 0x33;
-
-function& planned(function& f) {
-    f.reg(lkey, src, mib, sr::access_local_write);
-    f.reg(rkey, dst, mib, sr::access_local_write | sr::access_remote_read | sr::access_remote_write);
-    f.reg(rcvkey, rcv, mib, sr::access_local_write);
-    return f;
-}
-
-struct two_functions {
-    sr::wire w;
-    function fa{w, 1, 3 * mib};
-    function fb{w, 2, 3 * mib};
-    sr::rc_qp& a = planned(fa).make_qp(0x101);
-    sr::rc_qp& b = planned(fb).make_qp(0x202);
-};
-
 // One message a -> b (WRITE, SEND) or b -> a (READ) of `n` bytes; checks completion and bytes.
 void one_message(two_functions& t, sr::work_op op, std::uint32_t n, std::uint32_t index) {
     INFO(sr::to_string(op) << " of " << n << " bytes");

@@ -8,9 +8,7 @@ namespace sr = rig::sim::roce;
 
 namespace {
 
-constexpr std::uint64_t mib = 1 << 20;
-constexpr std::uint64_t src = 0, dst = mib, rcv = 2 * mib;
-constexpr std::uint32_t lkey = 0x11, rkey = 0x22, rcvkey = 0x33, readonly = 0x44;
+constexpr std::uint32_t readonly = 0x44;   // beside fabric.hpp's plan: the top half of dst
 
 struct pair {
     sr::wire w;

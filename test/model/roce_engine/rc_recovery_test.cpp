@@ -9,9 +9,6 @@ namespace sr = rig::sim::roce;
 
 namespace {
 
-constexpr std::uint64_t mib = 1 << 20;
-constexpr std::uint32_t lkey = 0x11, rkey = 0x22, rcvkey = 0x33;
-
 struct pair {
     sr::wire w;
     function fa{w, 1, 3 * mib}, fb{w, 2, 3 * mib};

@@ -8,27 +8,6 @@ namespace sr = rig::sim::roce;
 
 namespace {
 
-constexpr std::uint64_t mib = 1 << 20;
-// Memory plan of each function (offsets): source 0..1 MiB, destination 1..2 MiB, receive 2..3 MiB.
-constexpr std::uint64_t src = 0, dst = mib, rcv = 2 * mib;
-constexpr std::uint32_t lkey = 0x11, rkey = 0x22, rcvkey = 0x33;
-
-function& planned(function& f) {
-    f.reg(lkey, src, mib, sr::access_local_write);
-    f.reg(rkey, dst, mib, sr::access_local_write | sr::access_remote_read | sr::access_remote_write);
-    f.reg(rcvkey, rcv, mib, sr::access_local_write);
-    return f;
-}
-
-// Two functions on one wire, memory planned, one queue pair each (not yet connected).
-struct two_functions {
-    sr::wire w;
-    function fa{w, 1, 3 * mib};
-    function fb{w, 2, 3 * mib};
-    sr::rc_qp& a = planned(fa).make_qp(0x101);
-    sr::rc_qp& b = planned(fb).make_qp(0x202);
-};
-
 const std::vector<std::uint32_t> sizes = {1, 3, 4, 255, 1023, 1024, 1025, 4096, 65536, 65537, 1000000, 1 << 20};
 
 // Runs one message of each size a -> b and checks the bytes and the completions.

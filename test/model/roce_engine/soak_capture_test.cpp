@@ -18,8 +18,6 @@ namespace sr = rig::sim::roce;
 
 namespace {
 
-constexpr std::uint64_t mib = 1 << 20;
-
 struct message {
     sr::work_op op;
     std::uint32_t bytes;
