@@ -66,8 +66,8 @@ int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bo
         const int prot = (device_reads ? PROT_READ : 0) | (device_writes ? PROT_WRITE : 0);
         // MAP_POPULATE: every page is faulted in now, as kernel VFIO pins every page of a window
         // at VFIO_IOMMU_MAP_DMA (vfio_iommu_type1: vfio_pin_pages_remote). Left to first touch,
-        // the data path took a page fault per few pages of client memory (~20 ms for the first
-        // 2 MiB on this VM), which showed as a slow first size in rig-perf's tables.
+        // the data path took a page fault per few pages of client memory (16 pages at best per
+        // fault on shmem).
         const int flags = MAP_SHARED | (prot == 0 ? 0 : MAP_POPULATE);
         void* p = ::mmap(nullptr, size, prot == 0 ? PROT_NONE : prot, flags, fd, static_cast<off_t>(offset));
         if (p == MAP_FAILED) {

@@ -170,12 +170,8 @@ TEST_CASE("a capture or a duplicating or delaying fault materializes frames by r
 }
 
 TEST_CASE("unmapping the sender's window while frames pointing into it wait at a held-off receiver delivers the bytes there at unmap time") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    planned(fa);
-    planned(fb);
-    auto& a = fa.make_qp(0x101);
-    auto& b = fb.make_qp(0x202);
+    two_functions t;
+    auto& [w, fa, fb, a, b] = t;
     // an ack timeout of 4 s: no retransmission while b is held off
     connect(a, fa, b, fb, {.mtu = 1024, .timeout = 20});
     constexpr std::uint32_t n = 8 * 1024;
@@ -217,13 +213,9 @@ TEST_CASE("unmapping the sender's window while frames pointing into it wait at a
 }
 
 TEST_CASE("on the model core a WRITE's packets land as one copy, in arrival order with another queue pair's WRITE to the same bytes") {
-    sr::wire w;
-    function fa(w, 1, 3 * mib), fb(w, 2, 3 * mib);
-    planned(fa);
-    planned(fb);
-    auto& a1 = fa.make_qp(0x101);
+    two_functions t;
+    auto& [w, fa, fb, a1, b1] = t;
     auto& a2 = fa.make_qp(0x103);
-    auto& b1 = fb.make_qp(0x202);
     auto& b2 = fb.make_qp(0x204);
     connect(a1, fa, b1, fb, {.mtu = 1024, .timeout = 20});   // no retransmission while b is held off
     connect(a2, fa, b2, fb, {.mtu = 1024, .timeout = 20});
