@@ -264,9 +264,15 @@ void session::device_info(const message& m) {
     reply(m, bytes_of(out));
 }
 
-// spec "VFIO_USER_DEVICE_GET_REGION_INFO". As vfio-pci does: when the client's argsz is too small
-// for the capability chain, argsz says how much is needed, CAPS is set and cap_offset is 0. The fd
-// goes with every reply for a region with shared pages.
+// spec "VFIO_USER_DEVICE_GET_REGION_INFO". When the client's argsz is too small for the capability
+// chain, argsz says how much is needed and CAPS is clear, as libvfio-user's
+// handle_device_get_region_info (lib/libvfio-user.c) sets CAPS only when the chain fits. Kernel
+// vfio-pci sets CAPS with cap_offset 0 there, but QEMU's vfio-user client
+// (hw/vfio-user/device.c vfio_user_device_io_get_region_info) refuses CAPS with a cap_offset
+// below sizeof(vfio_region_info) with EINVAL before its caller (hw/vfio/device.c
+// vfio_device_get_region_info) could ask again with the larger argsz; clients that retry (that
+// one, and Rig's driver/vfio_user) look at argsz alone. The fd goes with every reply for a region
+// with shared pages (QEMU closes the first one when it asks again).
 void session::region_info(const message& m) {
     const auto req = abi::decode<abi::region_info>(m.payload);
     if (!req || req->argsz < sizeof(abi::region_info) || req->index >= region_count) {
@@ -285,8 +291,11 @@ void session::region_info(const message& m) {
         info.flags |= (d.readable ? abi::region_flag_read : 0) | (d.writable ? abi::region_flag_write : 0);
     }
     if (mmap) {
-        info.flags |= abi::region_flag_mmap | abi::region_flag_caps;
-        info.cap_offset = fits ? static_cast<std::uint32_t>(sizeof(abi::region_info)) : 0;
+        info.flags |= abi::region_flag_mmap;
+    }
+    if (mmap && fits) {
+        info.flags |= abi::region_flag_caps;
+        info.cap_offset = static_cast<std::uint32_t>(sizeof(abi::region_info));
     }
     std::vector<std::byte> out(fits ? full : sizeof(abi::region_info));
     std::span<std::byte> o(out);
