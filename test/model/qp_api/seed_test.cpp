@@ -154,7 +154,7 @@ TEST_CASE("seed - each ring holds 4096 entries on mlx5 (4095 on bnxt); room says
 
 TEST_CASE("seed - ring wrap: the completions of a ring are taken in the order of its entries; 3 x 4096 + 7 "
           "writes, sends and receives through one queue pair wrap the rings, data checked",
-          "[model][mlx5][api][seed]") {
+          "[model][mlx5][api][seed][any-nic]") {
     constexpr std::size_t n = 3 * ring_entries + 7;
     two_served_nics t(256 * 1024);
     auto &a = t.a, &b = t.b;
@@ -224,7 +224,7 @@ TEST_CASE("seed - ring wrap: the completions of a ring are taken in the order of
 
 TEST_CASE("seed - WQE counter wrap: completions in the order of the entries past the 16-bit WQE counter; "
           "65536 + 1000 inline writes, batched",
-          "[model][mlx5][api][seed]") {
+          "[model][mlx5][api][seed][any-nic]") {
     // An inline write of 1..4 bytes takes one 64-byte block (ctrl 16 + raddr 16 + inline 4 +
     // data): its wqe_counter (16 bits in the CQE) wraps after 65536 entries.
     constexpr std::size_t n = 65536 + 1000;
@@ -261,13 +261,13 @@ TEST_CASE("seed - WQE counter wrap: completions in the order of the entries past
 
 TEST_CASE("seed - message limit: a message, the bytes of one send or read, is at most 2^31 bytes; n = 2^31 "
           "passes the limit of send, receive, write and read, a longer n is refused naming 2^31",
-          "[model][mlx5][api][seed]") {
+          "[model][mlx5][api][seed][any-nic]") {
     // A region of 2^31 bytes is not made here: DMA memory is mapped with MAP_POPULATE
     // (driver/dma_memory.cpp), so allocate(2^31 + 4096) commits 2 GiB and took 2.7 s on the
     // build machine. That a 2^31-byte entry is taken, and its bytes (two data segments), is
     // proved on the queues over plain memory: test/unit/qp_mlx5/message_test.cpp.
     served_function m;
-    auto nic = m.open();
+    auto nic = rig::test::open_test_nic(m, 0);
     auto r = value(nic->allocate(4096, rig::access::remote));
     auto q = value(nic->make_qp());
     ok(q.connect(q.local()));
@@ -306,7 +306,7 @@ TEST_CASE("seed - message limit: a message, the bytes of one send or read, is at
 
 TEST_CASE("seed - poll is Ok n with the bytes moved: a send's bytes, the length of the message a receive "
           "took; completions in the order of the entries",
-          "[model][mlx5][api][seed]") {
+          "[model][mlx5][api][seed][any-nic]") {
     two_served_nics t(64 * 1024);
     auto &a = t.a, &b = t.b;
     auto &r1 = t.r1, &r2 = t.r2;
@@ -345,7 +345,7 @@ TEST_CASE("seed - poll is Ok n with the bytes moved: a send's bytes, the length 
 
 TEST_CASE("seed - wait is None at the bound, the entry still due; misuse if us < 0 or no entry is due; a long "
           "wait sleeps between looks",
-          "[model][mlx5][api][seed]") {
+          "[model][mlx5][api][seed][any-nic]") {
     two_served_nics t(16 * 1024);
     auto &a = t.a, &b = t.b;
     auto &r1 = t.r1, &r2 = t.r2;
@@ -387,7 +387,7 @@ TEST_CASE("seed - wait is None at the bound, the entry still due; misuse if us <
 
 TEST_CASE("seed - connect: qp then serves its peer's reads, which take bytes of this process's regions (mlx5: "
           "the peer may be on another NIC)",
-          "[model][mlx5][api][seed]") {
+          "[model][mlx5][api][seed][any-nic]") {
     // DESIGN.md §2 drops bnxt's "qp's peer is not a queue pair of qp's NIC" misuse for mlx5: a
     // read from a peer on another NIC is served by that NIC from its region.
     two_served_nics t(64 * 1024, rig::access::remote_read);

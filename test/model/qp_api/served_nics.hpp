@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -54,13 +56,39 @@ struct served_function {
     served_function& operator=(const served_function&) = delete;
     std::string where() const { return "vfio-user:" + sock.path(); }
 
-    std::unique_ptr<rig::nic> open(const nic_options& o = {}) {
-        auto n = rig::nic::open(where(), o);
-        INFO((n ? std::string() : n.error().message));
+    std::unique_ptr<rig::nic> open(const nic_options& o = {}) { return open_nic(where(), o); }
+
+    static std::unique_ptr<rig::nic> open_nic(const std::string& where, const nic_options& o) {
+        auto n = rig::nic::open(where, o);
+        INFO(where << ": " << (n ? std::string() : n.error().message));
         REQUIRE(n.has_value());
         return std::move(*n);
     }
 };
+
+// RIG_TEST_NICS="A,B": the two functions the tests tagged [any-nic] open instead of the models
+// served in this process, e.g. two model functions a QEMU guest sees on kernel VFIO
+// ("0000:00:05.0,0000:00:06.0", test/guest/), or two ports of a card. Such tests use only the
+// public API, so they hold on any NIC; the others also look inside the served model.
+inline std::optional<std::pair<std::string, std::string>> external_nics() {
+    const char* v = std::getenv("RIG_TEST_NICS");
+    if (v == nullptr || *v == '\0') {
+        return std::nullopt;
+    }
+    const std::string s(v);
+    const auto comma = s.find(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == s.size()) {
+        FAIL("RIG_TEST_NICS is not two functions A,B: " << s);
+    }
+    return std::pair{s.substr(0, comma), s.substr(comma + 1)};
+}
+
+// A test's NIC k (0 or 1): RIG_TEST_NICS's when set, else the served model's.
+inline std::unique_ptr<rig::nic> open_test_nic(const served_function& m, int k, const nic_options& o = {}) {
+    const auto ext = external_nics();
+    const std::string where = ext ? (k == 0 ? ext->first : ext->second) : m.where();
+    return served_function::open_nic(where, o);
+}
 
 template <class T>
 T value(rig::result<T> r) {
@@ -77,7 +105,8 @@ inline void ok(const rig::result<void>& r) {
 
 // Two NICs of two functions on one wire, a region of `bytes` on each with access `a`, and a
 // queue pair on each connected to the other. The wire is declared first: it outlives the
-// functions that attach to it.
+// functions that attach to it. With RIG_TEST_NICS set, n1 and n2 are those functions (the
+// served models then stand idle: only [any-nic] tests run that way).
 struct two_served_nics {
     sim::roce::wire w;
     served_function m1;
@@ -87,7 +116,7 @@ struct two_served_nics {
     rig::region r1, r2;
     rig::queue_pair a, b;
     explicit two_served_nics(std::size_t bytes, rig::access acc = rig::access::remote, const nic_options& o = {})
-        : m1(quick_model(0), &w), m2(quick_model(1), &w), n1(m1.open(o)), n2(m2.open(o)),
+        : m1(quick_model(0), &w), m2(quick_model(1), &w), n1(open_test_nic(m1, 0, o)), n2(open_test_nic(m2, 1, o)),
           r1(value(n1->allocate(bytes, acc))), r2(value(n2->allocate(bytes, acc))),
           a(value(n1->make_qp())), b(value(n2->make_qp())) {
         ok(a.connect(b.local()));
