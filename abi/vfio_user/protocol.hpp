@@ -112,11 +112,15 @@ inline constexpr std::uint32_t dma_flag_write = 1u << 1;   // the device may wri
 // VFIO_USER_DMA_UNMAP request; the reply echoes it
 struct dma_unmap {
     std::uint32_t argsz;
-    std::uint32_t flags;   // unused in this protocol version
+    std::uint32_t flags;   // dma_unmap_flag_all or 0
     std::uint64_t address;
     std::uint64_t size;
 };
 static_assert(sizeof(dma_unmap) == 24);
+// VFIO_DMA_UNMAP_FLAG_ALL (linux/vfio.h): every window, address and size 0. QEMU's client sends it
+// when its container lets go of a whole address space (hw/vfio-user/container.c
+// vfio_user_dma_unmap, unmap_all).
+inline constexpr std::uint32_t dma_unmap_flag_all = 1u << 1;
 static_assert(offsetof(dma_unmap, address) == 8 && offsetof(dma_unmap, size) == 16);
 
 // VFIO_USER_DEVICE_GET_INFO: 16 bytes, not the kernel's 20-byte vfio_device_info

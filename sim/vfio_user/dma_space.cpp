@@ -1,11 +1,13 @@
 #include "sim/vfio_user/dma_space.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include "sim/vfio_user/log.hpp"
 
@@ -37,6 +39,16 @@ std::unique_lock<std::mutex> dma_space::hold() const {
     return pinned_here() ? std::unique_lock<std::mutex>(_lock, std::defer_lock) : std::unique_lock<std::mutex>(_lock);
 }
 
+// with _lock held, or this thread's pin: the window that holds `iova`, or nullptr
+const dma_space::window* dma_space::containing(std::uint64_t iova) const noexcept {
+    auto it = _windows.upper_bound(iova);
+    if (it == _windows.begin()) {
+        return nullptr;
+    }
+    const window& w = std::prev(it)->second;
+    return iova - w.iova < w.size ? &w : nullptr;
+}
+
 int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bool device_writes, int fd,
                    std::uint64_t offset) {
     if (size == 0 || iova + size < iova) {
@@ -45,37 +57,21 @@ int dma_space::map(std::uint64_t iova, std::uint64_t size, bool device_reads, bo
     const auto g = hold();
     // the first window at or after iova, and the one before it, are the only candidates to overlap
     auto next = _windows.lower_bound(iova);
-    if (next != _windows.end() && next->first < iova + size) {
+    if ((next != _windows.end() && next->first < iova + size) || containing(iova) != nullptr) {
         return EEXIST;
     }
-    if (next != _windows.begin()) {
-        const window& prev = std::prev(next)->second;
-        if (prev.iova + prev.size > iova) {
-            return EEXIST;
-        }
-    }
     std::byte* base = nullptr;
+    mapped_files::file* file = nullptr;
     if (fd >= 0) {
-        // Only a regular file (memfd, hugetlbfs, tmpfs) that holds the whole window: a mapping
-        // past the end of the file would fault the model with SIGBUS on first touch.
-        struct stat st{};
-        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || offset % page != 0 ||
-            offset + size < offset || offset + size > static_cast<std::uint64_t>(st.st_size)) {
-            return EINVAL;
-        }
         const int prot = (device_reads ? PROT_READ : 0) | (device_writes ? PROT_WRITE : 0);
-        // MAP_POPULATE: every page is faulted in now, as kernel VFIO pins every page of a window
-        // at VFIO_IOMMU_MAP_DMA (vfio_iommu_type1: vfio_pin_pages_remote). Left to first touch,
-        // the data path took a page fault per few pages of client memory (16 pages at best per
-        // fault on shmem).
-        const int flags = MAP_SHARED | (prot == 0 ? 0 : MAP_POPULATE);
-        void* p = ::mmap(nullptr, size, prot == 0 ? PROT_NONE : prot, flags, fd, static_cast<off_t>(offset));
-        if (p == MAP_FAILED) {
-            return errno == EACCES ? EACCES : EINVAL;
+        const auto f = _files.take(fd, offset, size, prot);
+        if (!f) {
+            return f.error();
         }
-        base = static_cast<std::byte*>(p);
+        file = *f;
+        base = file->base + offset;
     }
-    _windows.emplace(iova, window{iova, size, device_reads, device_writes, base});
+    _windows.emplace_hint(next, iova, window{iova, size, device_reads, device_writes, base, file});
     log().debug("DMA window [{:#x}, +{:#x}) {}{} {}", iova, size, device_reads ? "r" : "-",
                 device_writes ? "w" : "-", base != nullptr ? "mapped" : "in band");
     return 0;
@@ -101,10 +97,10 @@ public:
     }
     guarded(const guarded&) = delete;
     guarded& operator=(const guarded&) = delete;
-    // with the dma_space's lock held, before the window's munmap
-    void forget(const window& w) const noexcept {
-        if (_guard && w.base != nullptr) {
-            _guard->forget({w.base, w.size});
+    // with the dma_space's lock held, before the memory goes
+    void forget(const std::byte* lo, const std::byte* hi) const noexcept {
+        if (_guard && lo != hi) {
+            _guard->forget({lo, static_cast<std::size_t>(hi - lo)});
         }
     }
 
@@ -113,25 +109,71 @@ private:
 };
 
 int dma_space::unmap(std::uint64_t iova, std::uint64_t size) {
+    if (size == 0 || iova + (size - 1) < iova) {
+        return EINVAL;
+    }
+    return remove(iova, iova + (size - 1), true);
+}
+
+void dma_space::unmap_every_window() { remove(0, ~std::uint64_t{0}, true); }
+
+void dma_space::unmap_all() { remove(0, ~std::uint64_t{0}, false); }
+
+// The windows inside [first, last]. As vfio_iommu_type1's vfio_dma_do_unmap for a v2 container:
+// a span that cuts a window (one that starts before `first` or ends after `last`) is refused
+// with EINVAL and nothing goes; a span that holds no window is no error. Each run of windows
+// that follow each other in host memory is told to the guard at once, before its file mapping
+// can go; the observer hears of each window after the lock is given up (it may take its own,
+// which is also held around DMA accesses).
+int dma_space::remove(std::uint64_t first, std::uint64_t last, bool tell) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> gone;
     std::shared_ptr<unmap_observer> observer;
     {
         const guarded guard(*this);   // before the lock: the guard may wait for a data path holding it
         const auto g = hold();
-        const auto it = _windows.find(iova);
-        if (it == _windows.end() || it->second.size != size) {
-            return ENOENT;
+        const window* a = containing(first);
+        const window* b = containing(last);
+        if ((a != nullptr && a->iova != first) || (b != nullptr && last - b->iova != b->size - 1)) {
+            return EINVAL;
         }
-        if (it->second.base != nullptr) {
-            guard.forget(it->second);
-            ::munmap(it->second.base, it->second.size);
+        const auto begin = _windows.lower_bound(first);
+        auto end = begin;
+        std::size_t count = 0;
+        const std::byte* lo = nullptr;
+        const std::byte* hi = nullptr;
+        for (; end != _windows.end() && end->first <= last; ++end, ++count) {
+            const window& w = end->second;
+            if (w.base != nullptr) {
+                if (w.base != hi) {
+                    guard.forget(lo, hi);
+                    lo = w.base;
+                }
+                hi = w.base + w.size;
+            }
         }
-        _windows.erase(it);
+        guard.forget(lo, hi);
+        if (tell) {
+            gone.reserve(count);   // the one allocation, before anything goes (may throw)
+        }
+        // after the guard forgot every pointer into them, the windows give their files back
+        for (auto it = begin; it != end; ++it) {
+            if (it->second.file != nullptr) {
+                _files.give_back(it->second.file);
+            }
+            if (tell) {
+                gone.emplace_back(it->second.iova, it->second.size);
+            }
+        }
+        _windows.erase(begin, end);
         _last = nullptr;
-        observer = _unmap_observer.lock();
+        if (tell) {
+            observer = _unmap_observer.lock();
+        }
     }
-    // Outside the lock: the observer may take its own, which is also held around DMA accesses.
     if (observer) {
-        observer->unmapped(iova, size);
+        for (const auto& [iova, size] : gone) {
+            observer->unmapped(iova, size);
+        }
     }
     return 0;
 }
@@ -144,19 +186,6 @@ void dma_space::watch_unmaps(std::weak_ptr<unmap_observer> observer) {
 void dma_space::guard_unmaps(std::shared_ptr<unmap_guard> guard) {
     const auto g = hold();
     _guard = std::move(guard);
-}
-
-void dma_space::unmap_all() {
-    const guarded guard(*this);
-    const auto g = hold();
-    for (auto& [iova, w] : _windows) {
-        if (w.base != nullptr) {
-            guard.forget(w);
-            ::munmap(w.base, w.size);
-        }
-    }
-    _windows.clear();
-    _last = nullptr;
 }
 
 void dma_space::set_in_band(in_band_dma* to, std::thread::id thread) {
@@ -172,12 +201,13 @@ std::size_t dma_space::window_count() const {
 
 bool dma_space::by_message(std::uint64_t iova) const {
     const auto g = hold();
-    auto it = _windows.upper_bound(iova);
-    if (it == _windows.begin()) {
-        return false;
-    }
-    const window& w = std::prev(it)->second;
-    return iova - w.iova < w.size && w.base == nullptr;
+    const window* w = containing(iova);
+    return w != nullptr && w->base == nullptr;
+}
+
+std::size_t dma_space::file_mappings() const {
+    const auto g = hold();
+    return _files.count();
 }
 
 std::uint64_t dma_space::fault_count() const {
@@ -205,16 +235,11 @@ const dma_space::window* dma_space::window_at(std::uint64_t iova) const noexcept
     if (_last != nullptr && iova - _last->iova < _last->size) {
         return _last;
     }
-    auto it = _windows.upper_bound(iova);
-    if (it == _windows.begin()) {
-        return nullptr;
+    const window* w = containing(iova);
+    if (w != nullptr) {
+        _last = w;
     }
-    const window& w = std::prev(it)->second;
-    if (iova - w.iova >= w.size) {
-        return nullptr;
-    }
-    _last = &w;
-    return _last;
+    return w;
 }
 
 bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last) {
@@ -231,6 +256,9 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
     const window w = *found;
     const std::uint64_t at = iova - w.iova;
     if (n > w.size - at) {
+        if (w.base != nullptr) {
+            return across(iova, p, n, is_write, last_byte_last);
+        }
         refuse(iova, n, is_write, "runs past the end of its DMA window");
         return false;
     }
@@ -239,20 +267,7 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
         return false;
     }
     if (w.base != nullptr) {
-        if (is_write && last_byte_last) {
-            std::memcpy(w.base + at, p, n - 1);
-            // the reader polls the last byte: the rest is visible before it (x86 keeps stores in
-            // order; the fence also keeps the compiler from merging the two copies)
-            std::atomic_thread_fence(std::memory_order_release);
-            std::atomic_ref<std::byte>(w.base[at + n - 1]).store(p[n - 1], std::memory_order_relaxed);
-        } else if (is_write) {
-            // memmove: the source may be a frame's payload by reference into this very window
-            // (a queue pair looped to itself writing onto an overlapping range)
-            std::memmove(w.base + at, p, n);
-        } else {
-            std::memcpy(p, w.base + at, n);
-        }
-        return true;
+        return copy(w, at, p, n, is_write, last_byte_last);
     }
     // A window without fd: ask the client. Only the server's thread may talk to it, and not
     // under the lock (the answer takes a round trip).
@@ -274,6 +289,57 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
         refuse(iova, n, is_write, "the client refused or did not answer");
     }
     return ok;
+}
+
+// with _lock held, or this thread's pin: n bytes at `at` of a window with fd
+bool dma_space::copy(const window& w, std::uint64_t at, std::byte* p, std::size_t n, bool is_write,
+                     bool last_byte_last) {
+    if (is_write && last_byte_last) {
+        std::memcpy(w.base + at, p, n - 1);
+        // the reader polls the last byte: the rest is visible before it (x86 keeps stores in
+        // order; the fence also keeps the compiler from merging the two copies)
+        std::atomic_thread_fence(std::memory_order_release);
+        std::atomic_ref<std::byte>(w.base[at + n - 1]).store(p[n - 1], std::memory_order_relaxed);
+    } else if (is_write) {
+        // memmove: the source may be a frame's payload by reference into this very window
+        // (a queue pair looped to itself writing onto an overlapping range)
+        std::memmove(w.base + at, p, n);
+    } else {
+        std::memcpy(p, w.base + at, n);
+    }
+    return true;
+}
+
+// with _lock held, or this thread's pin: an access that runs from one window with fd into the
+// next ones, as a DMA over IOVA pages a vIOMMU mapped one by one (QEMU sends a DMA_MAP per 4 KiB
+// page; the guest's pages behind them lie anywhere in its RAM file). Every piece is checked
+// before any is copied: a refused access performs nothing. The last byte goes last.
+bool dma_space::across(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last) {
+    std::uint64_t next = iova;
+    for (std::size_t left = n; left > 0;) {
+        const window* w = containing(next);
+        if (w == nullptr || w->base == nullptr) {
+            refuse(iova, n, is_write, "runs past the end of its DMA window");
+            return false;
+        }
+        if (is_write ? !w->device_writes : !w->device_reads) {
+            refuse(iova, n, is_write, is_write ? "DMA window not writable by the device" : "DMA window not readable by the device");
+            return false;
+        }
+        const std::uint64_t k = std::min<std::uint64_t>(left, w->size - (next - w->iova));
+        left -= k;
+        next += k;
+    }
+    next = iova;
+    for (std::size_t done = 0; done < n;) {
+        const window* w = containing(next);
+        const std::uint64_t at = next - w->iova;
+        const std::size_t k = std::min<std::uint64_t>(n - done, w->size - at);
+        copy(*w, at, p + done, k, is_write, last_byte_last && done + k == n);
+        done += k;
+        next += k;
+    }
+    return true;
 }
 
 void dma_space::prefetch(std::uint64_t iova, bool for_write) noexcept {

@@ -3,11 +3,14 @@
 // the client mapped. reference/vfio-and-vfio-user.md §1.6; spec "VFIO_USER_DMA_MAP/UNMAP",
 // "VFIO_USER_DMA_READ/WRITE".
 //
-// A window announced with an fd is mmapped (MAP_SHARED) and accessed directly; one announced
+// A window announced with an fd is served from its file's one mapping (dma_files.hpp: each file
+// mmapped once, MAP_SHARED, whatever number of windows lie in it) and accessed directly; one announced
 // without an fd is reached through VFIO_USER_DMA_READ/WRITE messages to the client, which only
 // works on the server's thread (from a device callback) while the client waits for a reply.
-// An access that does not lie wholly inside one window with the needed permission is refused,
-// never performed, and reported: counted, logged, and kept in faults().
+// An access that does not lie wholly inside windows with fd that follow each other in IOVA
+// (or inside one window without fd), each with the needed permission, is refused, never
+// performed, and reported: counted, logged, and kept in faults(). Across windows it is copied
+// piece by piece, as an IOMMU translates each page of a DMA on its own.
 //
 // Thread-safe. An access holds the lock while it copies, so DMA_UNMAP, which takes the lock to
 // drop the window, waits for accesses in flight (the spec wants them finished before the reply).
@@ -24,6 +27,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "sim/vfio_user/dma_files.hpp"
 
 namespace rig::sim::vfio_user {
 
@@ -130,12 +135,21 @@ public:
     std::vector<dma_fault> faults() const;   // the latest faults_kept, oldest first
 
     // ---- the server's side ----
-    // 0 or an errno: EEXIST when it overlaps a window, EINVAL when the fd cannot back it.
+    // 0 or an errno: EEXIST when it overlaps a window, EINVAL when the fd cannot back it,
+    // EACCES when its mode refuses the access, ENOMEM/EFAULT when its pages cannot be faulted in.
     // The fd stays the caller's (the mapping keeps the file); -1: a window without fd.
     int map(std::uint64_t iova, std::uint64_t size, bool device_reads, bool device_writes, int fd,
             std::uint64_t offset);
-    int unmap(std::uint64_t iova, std::uint64_t size);   // exactly a mapped window, else ENOENT
+    // The windows inside [iova, +size), any number (none: 0 as well), as vfio_iommu_type1's
+    // vfio_dma_do_unmap (v2). EINVAL when the span is empty, wraps, or cuts a window, which then
+    // all stay. The observer is told of each window.
+    int unmap(std::uint64_t iova, std::uint64_t size);
+    // Every window, for the client (VFIO_DMA_UNMAP_FLAG_ALL): the observer is told of each.
+    void unmap_every_window();
+    // Every window, as the client is gone: the observer is not told (unmap_observer).
     void unmap_all();
+    // mmaps held for windows with fd: one per file (and protection), not one per window
+    std::size_t file_mappings() const;
     // Where windows without fd are served, and from which thread; nullptr: nowhere.
     void set_in_band(in_band_dma* to, std::thread::id thread);
     // The one observer of unmaps, held weakly: either side may go first. Replaces any other.
@@ -151,9 +165,15 @@ private:
         std::uint64_t size;
         bool device_reads;
         bool device_writes;
-        std::byte* base;   // nullptr: no fd, reached in band
+        std::byte* base;              // nullptr: no fd, reached in band
+        mapped_files::file* file;     // the mapping base lies in; nullptr: no fd
     };
+    using window_map = std::map<std::uint64_t, window>;
     const window* window_at(std::uint64_t iova) const noexcept;
+    const window* containing(std::uint64_t iova) const noexcept;   // no cache: for map and unmap
+    int remove(std::uint64_t first, std::uint64_t last, bool tell);   // [first, last], inclusive
+    bool copy(const window& w, std::uint64_t at, std::byte* p, std::size_t n, bool is_write, bool last_byte_last);
+    bool across(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last);
     bool access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last = false);
     // _lock, unless this thread holds it by a pin
     std::unique_lock<std::mutex> hold() const;
@@ -161,7 +181,8 @@ private:
     void refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::string reason);
 
     mutable std::mutex _lock;
-    std::map<std::uint64_t, window> _windows;   // by IOVA, never overlapping
+    mapped_files _files;                        // before _windows: outlives the windows in it
+    window_map _windows;                        // by IOVA, never overlapping
     // The window the last access found (a node of _windows, forgotten when one goes): a data
     // path's accesses come in runs into one window, which then costs no tree walk. Read and
     // written with _lock held, as every access holds it.

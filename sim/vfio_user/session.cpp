@@ -208,8 +208,8 @@ session::next session::version(const message& m) {
     return next::keep;
 }
 
-// spec "VFIO_USER_DMA_MAP": one fd (mmapped) or none (reached by DMA_READ/WRITE); EEXIST over an
-// existing window.
+// spec "VFIO_USER_DMA_MAP": one fd (its file mapped once for all its windows: dma_files.hpp) or
+// none (reached by DMA_READ/WRITE); EEXIST over an existing window.
 void session::dma_map(message& m) {
     const auto req = abi::decode<abi::dma_map>(m.payload);
     if (!req || req->argsz < sizeof(abi::dma_map) ||
@@ -234,15 +234,25 @@ void session::dma_map(message& m) {
     reply(m, {});
 }
 
-// spec "VFIO_USER_DMA_UNMAP": exactly an earlier window, dropped before the reply, which echoes
-// the request when argsz leaves room for it.
+// spec "VFIO_USER_DMA_UNMAP": the windows inside the span are dropped before the reply, which
+// echoes the request when argsz leaves room for it. The spec asks for exactly an earlier window;
+// QEMU unmaps a whole IOMMU address space in power-of-two spans when the guest switches a
+// device's domain (hw/i386/intel_iommu.c vtd_address_space_unmap), spans that hold many windows
+// or none, as kernel type1 takes them (dma_space::unmap). VFIO_DMA_UNMAP_FLAG_ALL with address
+// and size 0 drops every window, as vfio_dma_do_unmap does.
 void session::dma_unmap(const message& m) {
     const auto req = abi::decode<abi::dma_unmap>(m.payload);
-    if (!req || req->flags != 0) {
+    if (!req || (req->flags & ~abi::dma_unmap_flag_all) != 0) {
         reply_error(m, EINVAL);
         return;
     }
-    if (const int err = _srv._dma.unmap(req->address, req->size); err != 0) {
+    if (req->flags == abi::dma_unmap_flag_all) {
+        if (req->address != 0 || req->size != 0) {
+            reply_error(m, EINVAL);
+            return;
+        }
+        _srv._dma.unmap_every_window();
+    } else if (const int err = _srv._dma.unmap(req->address, req->size); err != 0) {
         reply_error(m, err);
         return;
     }
