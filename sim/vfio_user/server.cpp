@@ -1,5 +1,6 @@
 #include "sim/vfio_user/server.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
@@ -137,7 +138,7 @@ void server::serve(int conn) {
         std::lock_guard g(_irq_lock);
         for (unsigned k = 0; k < irq_kind_count; ++k) {
             _irqs[k] = irq_state{};
-            _irqs[k].fds.assign(_dev.irq_count(static_cast<irq>(k)), -1);
+            _irqs[k].fds.assign(vectors(k), -1);
         }
     }
     _connected = true;
@@ -195,6 +196,16 @@ void server::irq_state::disable() noexcept {
     }
     masked = false;
     pending = false;
+}
+
+// The device's count, and at least one ERR vector: kernel vfio-pci offers one for every PCIe
+// function (drivers/vfio/pci/vfio_pci_core.c vfio_pci_get_irq_count, VFIO_PCI_ERR_IRQ_INDEX),
+// and QEMU warns "Could not enable error recovery for the device" without it
+// (hw/vfio/pci.c vfio_register_err_notifier). Its eventfd is kept; a device model that reports
+// an uncorrectable error signals it by trigger(irq::err, 0).
+std::uint32_t server::vectors(unsigned kind) {
+    const std::uint32_t n = _dev.irq_count(static_cast<irq>(kind));
+    return kind == static_cast<unsigned>(irq::err) ? std::max<std::uint32_t>(n, 1) : n;
 }
 
 void server::drop_irqs() {

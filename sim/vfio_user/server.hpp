@@ -80,6 +80,8 @@ private:
     void refuse_second_client();
     void drop_irqs();
     bool trigger_locked(unsigned kind, std::uint32_t vector);
+    // vectors of an interrupt kind offered to the client (GET_IRQ_INFO count)
+    std::uint32_t vectors(unsigned kind);
 
     std::string _path;
     device& _dev;

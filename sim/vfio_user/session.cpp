@@ -331,7 +331,7 @@ void session::irq_info(const message& m) {
         reply_error(m, EINVAL);
         return;
     }
-    const std::uint32_t count = _srv._dev.irq_count(static_cast<irq>(req->index));
+    const std::uint32_t count = _srv.vectors(req->index);
     std::uint32_t flags = 0;
     if (count > 0) {
         flags = abi::irq_info_eventfd | (req->index == static_cast<unsigned>(irq::intx)
