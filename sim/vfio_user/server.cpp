@@ -199,10 +199,11 @@ void server::irq_state::disable() noexcept {
 }
 
 // The device's count, and at least one ERR vector: kernel vfio-pci offers one for every PCIe
-// function (drivers/vfio/pci/vfio_pci_core.c vfio_pci_get_irq_count, VFIO_PCI_ERR_IRQ_INDEX),
-// and QEMU warns "Could not enable error recovery for the device" without it
-// (hw/vfio/pci.c vfio_register_err_notifier). Its eventfd is kept; a device model that reports
-// an uncorrectable error signals it by trigger(irq::err, 0).
+// function (drivers/vfio/pci/vfio_pci_core.c vfio_pci_get_irq_count, VFIO_PCI_ERR_IRQ_INDEX).
+// QEMU warns "Could not enable error recovery for the device" unless the count is 1
+// (hw/vfio/pci.c vfio_pci_populate_device), and with it vfio_register_err_notifier installs an
+// eventfd. It is kept; a device model that reports an uncorrectable error signals it by
+// trigger(irq::err, 0).
 std::uint32_t server::vectors(unsigned kind) {
     const std::uint32_t n = _dev.irq_count(static_cast<irq>(kind));
     return kind == static_cast<unsigned>(irq::err) ? std::max<std::uint32_t>(n, 1) : n;

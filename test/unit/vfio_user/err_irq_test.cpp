@@ -1,7 +1,8 @@
 // The ERR interrupt (VFIO_PCI_ERR_IRQ_INDEX): one vector whatever the device model reports, as
 // kernel vfio-pci offers one on every PCIe function (vfio_pci_core.c vfio_pci_get_irq_count).
-// QEMU's vfio_register_err_notifier (hw/vfio/pci.c) asks for it and installs an eventfd; with a
-// count of 0 it warns "Could not enable error recovery for the device".
+// QEMU (hw/vfio/pci.c) warns "Could not enable error recovery for the device" in
+// vfio_pci_populate_device unless the count is 1; with it, vfio_register_err_notifier installs
+// an eventfd.
 #include <cstdint>
 #include <poll.h>
 #include <sys/eventfd.h>
