@@ -66,9 +66,10 @@ protected:
 // carry their payload by reference into the sender's window until the receiver copies it
 // (sim/roce/wire.hpp). hold() comes first, without dma_space's lock (it may wait for the
 // threads that read through such pointers: the model core); forget() then gets the host bytes
-// of each window about to go, still mapped, with the lock held (it must make no access to this
-// dma_space); release() comes after the munmap. So no pointer into a window outlives it, and
-// nothing reads through one while it goes.
+// of the windows about to go (a run of windows that follow each other in host memory at once),
+// still mapped, with the lock held (it must make no access to this dma_space); release() comes
+// after their file's mapping went, when theirs was its last window. So no pointer into a window
+// outlives it, and nothing reads through one while it goes.
 class unmap_guard {
 public:
     virtual void hold() = 0;
