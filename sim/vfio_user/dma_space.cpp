@@ -17,6 +17,10 @@ namespace {
 constexpr std::uint64_t page = 4096;
 // The dma_space this thread holds pinned (dma_space::pin), if any.
 thread_local dma_space* pinned_by_this_thread = nullptr;
+
+const char* not_permitted(bool is_write) {
+    return is_write ? "DMA window not writable by the device" : "DMA window not readable by the device";
+}
 }  // namespace
 
 dma_space::pin::pin(dma_space& d) : _d(d) {
@@ -263,7 +267,7 @@ bool dma_space::access(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
         return false;
     }
     if (is_write ? !w.device_writes : !w.device_reads) {
-        refuse(iova, n, is_write, is_write ? "DMA window not writable by the device" : "DMA window not readable by the device");
+        refuse(iova, n, is_write, not_permitted(is_write));
         return false;
     }
     if (w.base != nullptr) {
@@ -323,7 +327,7 @@ bool dma_space::across(std::uint64_t iova, std::byte* p, std::size_t n, bool is_
             return false;
         }
         if (is_write ? !w->device_writes : !w->device_reads) {
-            refuse(iova, n, is_write, is_write ? "DMA window not writable by the device" : "DMA window not readable by the device");
+            refuse(iova, n, is_write, not_permitted(is_write));
             return false;
         }
         const std::uint64_t k = std::min<std::uint64_t>(left, w->size - (next - w->iova));

@@ -4,9 +4,10 @@
 // "VFIO_USER_DMA_READ/WRITE".
 //
 // A window announced with an fd is served from its file's one mapping (dma_files.hpp: each file
-// mmapped once, MAP_SHARED, whatever number of windows lie in it) and accessed directly; one announced
-// without an fd is reached through VFIO_USER_DMA_READ/WRITE messages to the client, which only
-// works on the server's thread (from a device callback) while the client waits for a reply.
+// mmapped once, MAP_SHARED, whatever number of windows lie in it) and accessed directly; one
+// announced without an fd is reached through VFIO_USER_DMA_READ/WRITE messages to the client,
+// which only works on the server's thread (from a device callback) while the client waits for a
+// reply.
 // An access that does not lie wholly inside windows with fd that follow each other in IOVA
 // (or inside one window without fd), each with the needed permission, is refused, never
 // performed, and reported: counted, logged, and kept in faults(). Across windows it is copied
@@ -171,7 +172,7 @@ private:
     };
     using window_map = std::map<std::uint64_t, window>;
     const window* window_at(std::uint64_t iova) const noexcept;
-    const window* containing(std::uint64_t iova) const noexcept;   // no cache: for map and unmap
+    const window* containing(std::uint64_t iova) const noexcept;   // no cache: map, unmap, across
     int remove(std::uint64_t first, std::uint64_t last, bool tell);   // [first, last], inclusive
     bool copy(const window& w, std::uint64_t at, std::byte* p, std::size_t n, bool is_write, bool last_byte_last);
     bool across(std::uint64_t iova, std::byte* p, std::size_t n, bool is_write, bool last_byte_last);

@@ -78,7 +78,9 @@ struct recording_guard final : vu::unmap_guard {
     std::vector<std::pair<const std::byte*, std::size_t>> forgotten;
     int holds = 0;
     void hold() override { ++holds; }
-    void forget(std::span<const std::byte> going) noexcept override { forgotten.emplace_back(going.data(), going.size()); }
+    void forget(std::span<const std::byte> going) noexcept override {
+        forgotten.emplace_back(going.data(), going.size());
+    }
     void release() noexcept override {}
 };
 
@@ -114,9 +116,13 @@ TEST_CASE("DMA windows: 256 MiB of 4 KiB windows from one memfd are served by on
     // an access over three windows: a piece in each one's page of the file
     const auto run = pattern(2 * page + 200, 9);
     REQUIRE(dma.write(iova_base + 10 * page + page - 100, run));
-    CHECK(f.get(file_page_of(10, pages) * page + page - 100, 100) == std::vector<std::byte>(run.begin(), run.begin() + 100));
-    CHECK(f.get(file_page_of(11, pages) * page, page) == std::vector<std::byte>(run.begin() + 100, run.begin() + 100 + page));
-    CHECK(f.get(file_page_of(12, pages) * page, 100) == std::vector<std::byte>(run.end() - 100, run.end()));
+    const auto part = [&](std::size_t from, std::size_t n) {
+        return std::vector<std::byte>(run.begin() + static_cast<std::ptrdiff_t>(from),
+                                      run.begin() + static_cast<std::ptrdiff_t>(from + n));
+    };
+    CHECK(f.get(file_page_of(10, pages) * page + page - 100, 100) == part(0, 100));
+    CHECK(f.get(file_page_of(11, pages) * page, page) == part(100, page));
+    CHECK(f.get(file_page_of(12, pages) * page, 100) == part(100 + page, 100));
     std::vector<std::byte> back(run.size());
     REQUIRE(dma.read(iova_base + 10 * page + page - 100, back));
     CHECK(back == run);
