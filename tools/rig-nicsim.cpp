@@ -85,6 +85,10 @@ constexpr std::string_view usage =
     "                           later rig-nicsim on DIR replaces them)\n"
     "  --capture FILE           every frame sent on the wire, before faults, into a pcap file\n"
     "                           (closed at exit, and before --die-after-ms strikes)\n"
+    "  --report-ledger          after every DISABLE_HCA and every reset of function K, one line on\n"
+    "                           stdout: LEDGER function=K event=disable_hca|reset pages=N objects=M\n"
+    "                           (firmware pages still held from the driver, objects still alive)\n"
+    "  --trapped-uar-pages N    the first N UAR pages are trapped, every write seen (default 1)\n"
     "  --help                   this text\n"
     "logging: faults as they fire on stderr (logger nicsim, info); SPDLOG_LEVEL=model=debug\n";
 
@@ -215,6 +219,15 @@ settings parse(int argc, char** argv) {
             s.function_dies_after = std::chrono::milliseconds(number(a, value(), 0, max_after_ms));
         } else if (a == "--die-after-ms") {
             s.die_after = std::chrono::milliseconds(number(a, value(), 0, max_after_ms));
+        } else if (a == "--report-ledger") {
+            s.options.on_ledger = [](const model::ledger_entry& e) {
+                // one write and a flush per line: a harness reading the pipe sees each as it comes
+                const std::string line = model::to_string(e) + "\n";
+                std::fwrite(line.data(), 1, line.size(), stdout);
+                std::fflush(stdout);
+            };
+        } else if (a == "--trapped-uar-pages") {
+            s.options.trapped_uar_pages = static_cast<std::uint32_t>(number(a, value(), 0, 126));
         } else if (a == "--capture") {
             s.capture = value();
             // created here, so that a path that cannot be one is an argument error

@@ -3,7 +3,18 @@
 // runs them. For entry `slot`: read it from client memory, check it, gather the input (16 inline
 // bytes, then the input mailbox chain), check the output chain, run the command, scatter the
 // output, and hand the entry back: delivery status in status_own bits 7:1, ownership 0, that
-// byte written last. Then one CMD EQE names every slot handed back in the pass (§4.7).
+// byte written last. Then one CMD EQE names every slot handed back in the pass (§4.7) that
+// was issued while an EQ subscribed to the command event existed.
+//
+// Why at issue: nothing the device sees says whether the driver polls. The kernel's polling
+// mode (cmd.c cmd_work_handler, CMD_MODE_POLLING or ent->polling) differs from its event mode
+// only in who calls mlx5_cmd_comp_handler: the entry it writes is the same. What the device
+// does see is whether a command EQ exists, and the kernel creates that EQ by a CREATE_EQ run in
+// polling mode (eq.c create_async_eqs, then mlx5_cmd_use_events). A CMD EQE for that very
+// CREATE_EQ would land in the new EQ, raise its vector once the kernel arms it, and reach
+// mlx5_cmd_comp_handler for an entry the poll already completed: "Command completion arrived
+// after timeout (entry idx = 0)" and a reference dropped twice. So the firmware decides when
+// it takes the doorbell: a command issued before the EQ existed completes without an event.
 //
 // Signatures (§2.5; kernel cmd.c set_signature, calc_block_sig, verify_signature,
 // verify_block_sig): the entry handed back is always signed (XOR of its 64 bytes = 0xff), as the
@@ -124,8 +135,10 @@ void function_model::ring(std::uint32_t vector) {
         // Memory reached only by VFIO_USER_DMA_READ/WRITE: the protocol lets the server send
         // those only while the client waits for a reply, i.e. now, inside the write.
         std::uint32_t done = 0;
+        const bool events = command_eq_exists();
         for (unsigned slot = 0; slot < 32; ++slot) {
             if ((vector >> slot & 1) != 0 && !_dead && !_fatal && !_silent) {
+                mark_event_slot(slot, events);
                 _last[slot] = run_slot(slot);
                 if (_last[slot].ran) {
                     done |= 1u << slot;
@@ -137,10 +150,12 @@ void function_model::ring(std::uint32_t vector) {
         return;
     }
     const auto due = clock::now() + _options.command_latency;
+    const bool events = command_eq_exists();
     for (unsigned slot = 0; slot < 32; ++slot) {
         if ((vector >> slot & 1) != 0 && (_pending >> slot & 1) == 0) {
             _pending |= 1u << slot;
             _due[slot] = due;
+            mark_event_slot(slot, events);
         }
     }
     _kicked = true;
@@ -160,15 +175,33 @@ std::optional<function_model::clock::time_point> function_model::next_due() cons
     return first;
 }
 
-// After a pass that handed entries back: one CMD EQE naming them all (§1.2, §4.7), and the
-// firmware's own page request once it has run enough commands.
+bool function_model::command_eq_exists() const {
+    const auto cmd = static_cast<std::uint8_t>(ifc::event_type::cmd);
+    return std::any_of(_fw.eqs().begin(), _fw.eqs().end(), [&](const auto& e) { return e.second.subscribed(cmd); });
+}
+
+void function_model::mark_event_slot(unsigned slot, bool events) {
+    if (events) {
+        _event_slots |= 1u << slot;
+    } else {
+        _event_slots &= ~(1u << slot);
+    }
+}
+
+// After a pass that handed entries back: one CMD EQE naming those issued in event mode (§1.2,
+// §4.7; the header comment), and the firmware's own page request once it has run enough
+// commands.
 void function_model::handed_back(std::uint32_t vector) {
     if (vector == 0) {
         return;
     }
-    std::array<std::byte, ifc::cmd_inter_comp_event::size_bytes> data{};
-    abi::set<ifc::cmd_inter_comp_event::command_completion_vector>(data, vector);
-    post_event_locked(static_cast<std::uint8_t>(ifc::event_type::cmd), 0, data);
+    const std::uint32_t evented = vector & _event_slots;
+    _event_slots &= ~vector;
+    if (evented != 0) {
+        std::array<std::byte, ifc::cmd_inter_comp_event::size_bytes> data{};
+        abi::set<ifc::cmd_inter_comp_event::command_completion_vector>(data, evented);
+        post_event_locked(static_cast<std::uint8_t>(ifc::event_type::cmd), 0, data);
+    }
     if (_options.page_request_after != 0 && !_page_request_sent && _completed >= _options.page_request_after) {
         std::array<std::byte, ifc::pages_req_event::size_bytes> req{};
         abi::set<ifc::pages_req_event::num_pages>(req, static_cast<std::uint32_t>(_options.page_request_pages));
@@ -332,6 +365,9 @@ completion function_model::run_slot(unsigned slot) {
         _fail_next.erase(injected);
     } else {
         out = _fw.execute(in, inlen, outlen, &dma);
+        if (const auto held = _fw.take_disabled_with()) {
+            report_ledger(ledger_entry::event::disable_hca, held->pages, held->objects);
+        }
     }
 
     // The test hook: which signature of this completion to spoil, if it has that one.

@@ -3,6 +3,7 @@
 // then parameters.
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "abi/mlx5/ifc/cmdq.hpp"
 #include "abi/mlx5/ifc/hca.hpp"
@@ -13,6 +14,11 @@ namespace rig::sim::mlx5 {
 
 namespace ifc = rig::mlx5::ifc;
 using ifc::cmd_status;
+
+namespace {
+constexpr std::uint32_t mellanox_oui = 0x0002c9;
+constexpr std::uint16_t mellanox_pci_vendor = 0x15b3;
+}  // namespace
 
 firmware::firmware(firmware_options options) : _options(options) {
     assign_mac();
@@ -90,6 +96,7 @@ std::vector<std::byte> firmware::execute(std::span<const std::byte> in, std::siz
     case op::manage_pages: manage_pages(c); break;
     case op::init_hca: init_hca(c); break;
     case op::teardown_hca: teardown_hca(c); break;
+    case op::query_adapter: query_adapter(c); break;
     // ---- capabilities, vport, RoCE address (caps.cpp) ----
     case op::query_hca_cap: query_hca_cap(c); break;
     case op::set_hca_cap: set_hca_cap(c); break;
@@ -163,6 +170,7 @@ void firmware::disable_hca(call& c) {
     }
     _state = hca_state::disabled;
     _issi = 0;
+    _disabled_with = held{pages_owned(), objects()};
     drop_objects();  // resource objects (objects.cpp)
     // The kernel takes every page back before DISABLE_HCA (reference §1.5); pages still held
     // here are lost to the driver's bookkeeping while a card might still use them: reported,
@@ -337,6 +345,29 @@ void firmware::teardown_hca(call& c) {
     _state = hca_state::enabled;
     drop_objects();  // resource objects (objects.cpp): TEARDOWN_HCA ends them all
     c.set(Out::state, static_cast<std::uint8_t>(ifc::teardown_state::success));
+}
+
+// The board's identity (fw.c mlx5_query_board_id, mlx5_core_query_vendor_id). ieee_vendor_id
+// is the IEEE OUI of the vendor (Mellanox 00:02:c9, the OUI of its cards' MACs); vsd_vendor_id
+// the PCI-SIG vendor ID that formats the VSD and PSID (0x15b3). The VSD (vendor-specific data)
+// is left empty: the kernel does not read it. Answered once the function is enabled: the
+// kernel asks after INIT_HCA (main.c mlx5_init_once).
+void firmware::query_adapter(call& c) {
+    using P = ifc::query_adapter_param_block;
+    constexpr auto at = ifc::query_adapter_out::query_adapter_struct;
+    if (!c.sizes<ifc::query_adapter_in, ifc::query_adapter_out>()) {
+        return;
+    }
+    if (_state == hca_state::disabled) {
+        c.fail(cmd_status::bad_sys_state_err, failure::wrong_state);
+        return;
+    }
+    c.set(at(P::ieee_vendor_id), mellanox_oui);
+    c.set(at(P::vsd_vendor_id), mellanox_pci_vendor);
+    std::array<std::byte, P::vsd_contd_psid.bits / 8> psid{};
+    const std::size_t n = std::min(psid.size(), _options.psid.size());
+    std::memcpy(psid.data(), _options.psid.data(), n);
+    abi::set_bytes(c.out, at(P::vsd_contd_psid), psid);
 }
 
 }  // namespace rig::sim::mlx5

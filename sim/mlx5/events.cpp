@@ -8,14 +8,20 @@
 // until the driver arms it again. The driver reports its consumer index by writing
 // be32((eqn << 24) | ci) to UAR + 0x48 (update) or UAR + 0x40 (update and arm).
 //
-// Those doorbells live in shared memory and are polled, not trapped. The one limit of polling:
-// only the last value written to a doorbell word between two looks is seen. That is safe here
-// because the consumer index only moves forward, so the last value carries the newest CI, and
-// an arm is never lost (the last write to +0x40 is itself an arm). Two EQs that share a UAR
-// page could hide each other's writes; drivers give each EQ its own doorbell page or update
-// them one at a time, as the kernel does. A word the firmware has read is reset to all ones,
-// a value no driver writes (it would be EQ 255 at CI 0xffffff), so a rewrite of the same value
-// (a new EQ with a reused number) is still seen.
+// Where those doorbells are seen depends on the page (function_model.hpp, BAR0):
+//  - on a trapped UAR page (the first options.trapped_uar_pages ones) every write arrives as a
+//    REGION_WRITE and is applied at once, in order (uar_write): a card takes each doorbell
+//    store, and the kernel rings all its EQs through the one doorbell word of one UAR page
+//    (eq.c create_map_eq: eq->doorbell = priv->bfreg.up->map + MLX5_EQ_DOORBELL_OFFSET, eqc
+//    uar_page = that page's index), from the IRQ handlers of different EQs. Polled, two arms
+//    between two looks would leave one EQ disarmed for good. Other offsets of a trapped page
+//    (CQ doorbell 0x20, BlueFlame registers from 0x800) are stored into the page's memory as a
+//    mapped write would be, where the data path polls them;
+//  - on a shared page the word is polled. Only the last value written between two looks is
+//    seen: safe for one EQ per page (the CI only moves forward and the last write to +0x40 is
+//    itself an arm), not for two EQs sharing the word. A word the firmware has read is reset
+//    to all ones, a value no driver writes (EQ 255 at CI 0xffffff), so a rewrite of the same
+//    value (a new EQ with a reused number) is still seen.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -142,8 +148,8 @@ bool function_model::poll_eq_doorbells() {
     }
     for (const std::uint32_t page : pages) {
         const std::uint64_t at = std::uint64_t{page} * uar_page_bytes;
-        if (at < _layout.uar_begin || at >= _layout.uar_end) {
-            continue;
+        if (at < _layout.trapped_end || at >= _layout.uar_end) {
+            continue;  // outside the UARs, or trapped: its writes were applied as they came
         }
         // update first, arm last: an arm applies to the CI written with it
         for (const std::size_t word : {eq_update_doorbell, eq_arm_doorbell}) {
@@ -153,27 +159,66 @@ bool function_model::poll_eq_doorbells() {
                 continue;
             }
             seen = true;
-            const std::uint32_t v = abi::load_be<std::uint32_t>(reinterpret_cast<const std::byte*>(&raw));
-            const std::uint32_t eqn = v >> 24;
-            auto it = _fw.eqs().find(eqn);
-            if (it == _fw.eqs().end() || it->second.uar_page != page) {
-                log().warn("mlx5: EQ doorbell {:#x} in UAR {} names no EQ of that UAR: ignored", v, page);
-                continue;
-            }
-            eq_object& eq = it->second;
-            eq.consumer_index = v & ci_mask;
-            if (word == eq_arm_doorbell) {
-                eq.armed = true;
-                if (eq.producer_index != eq.consumer_index && _server != nullptr) {
-                    // armed with entries still unconsumed: the EQ signals at once
-                    eq.armed = false;
-                    ++_interrupts;
-                    _server->trigger(vu::irq::msix, eq.intr);
-                }
-            }
+            apply_eq_doorbell(page, word == eq_arm_doorbell,
+                              abi::load_be<std::uint32_t>(reinterpret_cast<const std::byte*>(&raw)));
         }
     }
     return seen;
+}
+
+// One EQ doorbell value, be32((eqn << 24) | ci), written to `page` (+0x40 when `arm`).
+void function_model::apply_eq_doorbell(std::uint32_t page, bool arm, std::uint32_t v) {
+    auto it = _fw.eqs().find(v >> 24);
+    if (it == _fw.eqs().end() || it->second.uar_page != page) {
+        log().warn("mlx5: EQ doorbell {:#x} in UAR {} names no EQ of that UAR: ignored", v, page);
+        return;
+    }
+    eq_object& eq = it->second;
+    eq.consumer_index = v & ci_mask;
+    if (arm) {
+        eq.armed = true;
+        if (eq.producer_index != eq.consumer_index && _server != nullptr) {
+            // armed with entries still unconsumed: the EQ signals at once
+            eq.armed = false;
+            ++_interrupts;
+            _server->trigger(vu::irq::msix, eq.intr);
+        }
+    }
+}
+
+// A write to a trapped UAR page (header comment), dword by dword: the EQ doorbell words are
+// applied now; every other byte lands in the page's memory. 4- and 8-byte aligned pieces are
+// stored whole (atomically), so the data path never reads half a doorbell.
+void function_model::uar_write(std::uint64_t offset, std::span<const std::byte> in) {
+    const auto page = static_cast<std::uint32_t>(offset / uar_page_bytes);
+    std::size_t i = 0;
+    while (i < in.size()) {
+        const std::uint64_t at = offset + i;
+        const std::size_t word = at % uar_page_bytes;
+        const std::size_t left = in.size() - i;
+        if ((word == eq_arm_doorbell || word == eq_update_doorbell) && left >= 4) {
+            if (!_fatal && !_dead) {
+                apply_eq_doorbell(page, word == eq_arm_doorbell, abi::load_be<std::uint32_t>(in.data() + i));
+            }
+            i += 4;
+            continue;
+        }
+        std::byte* cell = _bar0.data() + at;
+        if (at % 8 == 0 && left >= 8) {  // no aligned qword but those two meets an EQ word
+            std::uint64_t v;
+            std::memcpy(&v, in.data() + i, 8);
+            std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(cell)).store(v);
+            i += 8;
+        } else if (at % 4 == 0 && left >= 4) {
+            std::uint32_t v;
+            std::memcpy(&v, in.data() + i, 4);
+            std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(cell)).store(v);
+            i += 4;
+        } else {
+            *cell = in[i];
+            i += 1;
+        }
+    }
 }
 
 bool function_model::request_pages(std::int32_t n) {

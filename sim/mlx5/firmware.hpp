@@ -5,7 +5,7 @@
 // scatters the output back.
 //
 // Implemented: NOP, ENABLE_HCA, DISABLE_HCA, QUERY_ISSI, SET_ISSI, QUERY_PAGES, MANAGE_PAGES,
-// INIT_HCA, TEARDOWN_HCA; resource objects (objects.cpp, qp.cpp): ALLOC/DEALLOC_UAR and _PD,
+// INIT_HCA, TEARDOWN_HCA, QUERY_ADAPTER; resource objects (objects.cpp, qp.cpp): ALLOC/DEALLOC_UAR and _PD,
 // CREATE/DESTROY_MKEY, _EQ, _CQ, _QP, the RC QP transitions and QUERY_QP.
 // Capabilities, vport, RoCE address (caps.cpp): QUERY/SET_HCA_CAP (general and RoCE pages),
 // ACCESS_REG HOST_ENDIANNESS, QUERY_VPORT_STATE, QUERY/MODIFY_NIC_VPORT_CONTEXT,
@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <string>
 #include <map>
 #include <set>
@@ -58,7 +60,8 @@ struct firmware_options {
     // ---- resource objects ----
     // UAR k is BAR0 page k. The init segment is not two pages, as reference §4.1 says: the
     // kernel's struct mlx5_init_seg runs to clr_intx at 0x200c, and mlx5_ifc.h's initial_seg
-    // is 0x400c bytes (pages 0-4). ALLOC_UAR hands out first_uar_page .. + uar_pages - 1.
+    // is 0x400c bytes (pages 0-4). ALLOC_UAR hands out first_uar_page .. + uar_pages - 1, the
+    // lowest free one first: a driver's first UAR is the function model's trapped page.
     std::uint32_t first_uar_page = 5;
     std::uint32_t uar_pages = 126;
     std::uint16_t msix_vectors = 64;       // eqc.intr must name one of these
@@ -67,6 +70,11 @@ struct firmware_options {
     std::uint8_t log_max_eq_sz = 22;       // EQEs (caps log_max_eq_sz)
     std::uint32_t max_objects = 1u << 16;  // of each kind (PD, MKEY, EQ, CQ, QP)
     std::uint8_t log_rq_stride_max = 5;    // receive WQE up to 512 bytes (caps max_wqe_sz_rq)
+    // ---- the board (QUERY_ADAPTER) ----
+    // query_adapter_param_block.vsd_contd_psid: the board's PSID, up to 16 ASCII bytes (the
+    // kernel's dev->board_id, devlink's board.id; mlxfw compares it with a firmware image's).
+    // NVIDIA's boards carry "MT_" and ten digits; the model's own says it is not a board.
+    std::string psid = "RIG_MODEL_CX6DX";
 };
 
 // Why a command failed: the low byte of the syndrome the model reports. The syndrome is
@@ -153,6 +161,13 @@ public:
     std::set<std::uint64_t> pages() const;
     std::vector<page_violation> page_violations() const;
     std::uint64_t commands_executed() const noexcept { return _executed; }
+    // What the last DISABLE_HCA found still held (pages, objects), once: the function model
+    // reports it (ledger_entry); nullopt when no DISABLE_HCA ran since the last look.
+    struct held {
+        std::size_t pages = 0;
+        std::size_t objects = 0;
+    };
+    std::optional<held> take_disabled_with() noexcept { return std::exchange(_disabled_with, std::nullopt); }
 
     // ---- capabilities, vport, RoCE address (caps.cpp) ----
     std::array<std::uint8_t, 6> mac() const noexcept { return _mac; }
@@ -198,6 +213,7 @@ private:
     void manage_pages(call& c);
     void init_hca(call& c);
     void teardown_hca(call& c);
+    void query_adapter(call& c);
     // ---- capabilities, vport, RoCE address (caps.cpp) ----
     void query_hca_cap(call& c);
     void set_hca_cap(call& c);
@@ -262,6 +278,7 @@ private:
     std::uint16_t _issi = 0;
     std::shared_ptr<page_ledger> _ledger = std::make_shared<page_ledger>();
     std::uint64_t _executed = 0;
+    std::optional<held> _disabled_with;
 };
 
 }  // namespace rig::sim::mlx5

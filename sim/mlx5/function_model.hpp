@@ -9,15 +9,21 @@
 //   fn.attach(*srv);
 //   srv->start();
 //
-// Config space: vendor 0x15b3, device `options.device_id` (ConnectX-6 Dx by default), class
-// 0x020000, BAR0 a 64-bit prefetchable memory BAR of options.bar0_size bytes; the command
-// register, BAR0 (sizing included) and the MSI-X enable/mask bits are writable. One capability:
-// MSI-X (ID 0x11) at 0x40, table size firmware.msix_vectors, table and PBA in BAR0 (below).
+// Config space (config_space.cpp), 4 KiB: vendor 0x15b3, device `options.device_id`
+// (ConnectX-6 Dx by default), class 0x020000, BAR0 a 64-bit prefetchable memory BAR of
+// options.bar0_size bytes; the command register, BAR0 (sizing included) and the MSI-X
+// enable/mask bits are writable. Capabilities: MSI-X (ID 0x11) at 0x40, table size
+// firmware.msix_vectors, table and PBA in BAR0 (below); PCI Express (0x10) at 0x60, an endpoint
+// with options.link (16 GT/s x16 by default) and FLR (sim/pci/express.hpp: Initiate FLR resets
+// the function as VFIO_USER_DEVICE_RESET does); vendor-specific (0x09) at 0xc0, the gateway of
+// the kernel's pci_vsc.c (vsc.hpp). No extended capability: 0x100 reads 0.
 //
 // BAR0, 4 KiB pages (UAR k is page k, reference §4.1 with log_uar_page_sz 0):
 //  - pages 0 .. first_uar_page-1: the initialization segment (§2.1), trapped;
-//  - pages first_uar_page .. first_uar_page + uar_pages - 1: UAR pages, shared memory the
-//    client maps (sparse mmap), never trapped: the firmware thread polls the EQ doorbells there;
+//  - pages first_uar_page .. first_uar_page + uar_pages - 1: UAR pages. The first
+//    trapped_uar_pages of them are trapped (every write arrives, in order: EQ doorbells applied
+//    at once, other registers stored as a mapped write would be); the others are shared memory
+//    the client maps (sparse mmap) and the firmware thread and data path poll (events.cpp);
 //  - the last pages (layout_of()): the MSI-X table (16 bytes a vector, rounded up to a page),
 //    then the PBA (one page), trapped. They sit at the end of BAR0 so that they never meet a
 //    UAR page. The table is plain trapped storage: a vfio-user server does not see vector
@@ -31,8 +37,9 @@
 //
 // Commands (§1.2, §2.7): a write of a slot vector to the doorbell (0x18) queues those slots and
 // returns; the firmware thread runs them (after options.command_latency), writes the outputs,
-// hands each entry back (ownership written last) and, when an EQ subscribes to CMD (0x0a),
-// posts one CMD EQE whose vector names the slots it handed back. Doorbells rung while
+// hands each entry back (ownership written last) and posts one CMD EQE whose vector names the
+// slots it handed back that were issued while an EQ subscribed to CMD (0x0a) existed (a
+// command issued before, such as the CREATE_EQ that makes the command EQ, gets none: cmdq.cpp). Doorbells rung while
 // initializing are ignored. Exception: a queue in memory the client announced without an fd is
 // reached only by VFIO_USER_DMA_READ/WRITE, which the protocol allows only while the client
 // waits for a reply; such a command runs inside the doorbell write, as before.
@@ -48,10 +55,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,6 +68,8 @@
 #include "abi/mlx5/ifc/cmdq.hpp"
 #include "abi/mlx5/ifc/init_seg.hpp"
 #include "sim/mlx5/firmware.hpp"
+#include "sim/mlx5/vsc.hpp"
+#include "sim/pci/express.hpp"
 #include "sim/vfio_user/device.hpp"
 #include "sim/vfio_user/server.hpp"
 
@@ -74,6 +85,8 @@ inline constexpr std::uint16_t mellanox_vendor_id = 0x15b3;
 inline constexpr std::uint16_t connectx6dx_device_id = 0x101d;
 inline constexpr std::size_t uar_page_bytes = 4096;
 inline constexpr std::size_t msix_cap_offset = 0x40;  // in config space
+inline constexpr std::size_t express_cap_offset = 0x60;
+inline constexpr std::size_t vsc_cap_offset = 0xc0;
 
 // A fault the function suffers by itself, from its options (rig-nicsim --fault): once
 // `after_commands` commands have completed since the last reset, the firmware goes silent,
@@ -88,6 +101,20 @@ struct fault_plan {
     rig::mlx5::ifc::cmd_status status = rig::mlx5::ifc::cmd_status::bad_param_err;
     std::uint32_t syndrome = 0;
 };
+
+// What the function still held from its driver when it was disabled or reset (rig-nicsim
+// --report-ledger prints it): firmware pages the driver gave and did not take back, and
+// resource objects of every kind (UAR, PD, MKEY, EQ, CQ, QP) still alive. Counted as the
+// event arrives, before the function drops them. TEARDOWN_HCA ends every object, so objects
+// at DISABLE_HCA are those of a driver that did not tear down.
+struct ledger_entry {
+    enum class event : std::uint8_t { disable_hca, reset };
+    std::uint16_t function = 0;  // function_options::function_index
+    event what = event::reset;
+    std::size_t pages = 0;
+    std::size_t objects = 0;
+};
+std::string to_string(const ledger_entry& e);  // "LEDGER function=K event=... pages=N objects=M"
 
 struct function_options {
     std::uint16_t device_id = connectx6dx_device_id;
@@ -110,6 +137,16 @@ struct function_options {
     std::int32_t page_request_pages = 0;
     fault_plan fault;
     firmware_options firmware;
+    // The first UAR pages (ALLOC_UAR hands out the lowest free one, so a driver's first UAR is
+    // one of them) are trapped: each write a REGION_WRITE the model takes in order, so EQ
+    // doorbells that share a word are each seen (events.cpp). The rest are shared memory the
+    // client maps, polled, costing the data path no message.
+    std::uint32_t trapped_uar_pages = 1;
+    // The PCI Express link (Link Capabilities and Link Status): a ConnectX-6 Dx is a Gen4 x16.
+    pci::link link;
+    // Called after every DISABLE_HCA that ran and every function reset (VFIO_USER_DEVICE_RESET,
+    // FLR, the client's going), with the model's lock held: it must not call into the model.
+    std::function<void(const ledger_entry&)> on_ledger;
 
 };
 
@@ -122,6 +159,7 @@ struct completion {
 // Where the BAR0 pieces lie for given options (see the header comment).
 struct bar0_layout {
     std::uint64_t uar_begin;    // byte offset of the first UAR page
+    std::uint64_t trapped_end;  // one past the last trapped UAR page (uar_begin: none trapped)
     std::uint64_t uar_end;      // one past the last UAR page
     std::uint64_t msix_table;   // byte offset of the MSI-X table
     std::uint64_t msix_pba;     // byte offset of the pending-bit array
@@ -228,8 +266,14 @@ private:
     bool initializing() const;
     void refresh_iseg();
     void write_iseg_dword(std::uint64_t offset, std::uint32_t host_value);
-    void config_write(std::uint64_t offset, std::span<const std::byte> in);
     void reset_locked();
+    void function_reset_locked();  // reset_locked, the config state, the ledger line
+    // config_space.cpp, with _lock held
+    void build_config();
+    void config_read(std::uint64_t offset, std::span<std::byte> out);
+    void config_write(std::uint64_t offset, std::span<const std::byte> in);
+    void reset_config();
+    void report_ledger(ledger_entry::event what, std::size_t pages, std::size_t objects) const;
     void clear_uar_pages();
 
     // cmdq.cpp, with _lock held
@@ -237,6 +281,8 @@ private:
     completion run_slot(unsigned slot);
     std::uint32_t run_due_commands();  // the vector of slots handed back
     void handed_back(std::uint32_t vector);
+    bool command_eq_exists() const;  // an EQ subscribes to the command event (0x0a)
+    void mark_event_slot(unsigned slot, bool events);
     void firmware_loop();
     std::optional<clock::time_point> next_due() const;
 
@@ -244,6 +290,8 @@ private:
     bool post_event_locked(std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
     bool post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
     bool poll_eq_doorbells();  // true when a doorbell was written since the last look
+    void apply_eq_doorbell(std::uint32_t page, bool arm, std::uint32_t value);
+    void uar_write(std::uint64_t offset, std::span<const std::byte> in);  // a trapped UAR page
     void fatal_locked(std::uint8_t synd, std::uint16_t ext_synd);
     void strike_planned_fault();
     void die_locked();
@@ -257,7 +305,8 @@ private:
     mutable std::condition_variable _idle;  // tests' wait_idle: a pass left nothing due
     vfio_user::server* _server = nullptr;
     firmware _fw;
-    std::array<std::byte, 4096> _config{};
+    std::array<std::byte, 4096> _config{};  // PCI Express: 4 KiB, the extended space reads 0
+    vsc_gateway _vsc;                        // the vendor-specific capability's registers
     std::uint64_t _bar0_base = 0;  // what the driver wrote to the BAR (sizing)
     std::array<std::byte, iseg_bytes> _iseg{};
     vfio_user::shared_memory _bar0;  // the UAR pages (shared) and the MSI-X table (trapped)
@@ -269,6 +318,7 @@ private:
 
     // the firmware thread's work
     std::uint32_t _pending = 0;  // slots taken by a doorbell, not yet handed back
+    std::uint32_t _event_slots = 0;  // slots issued while a command EQ existed: they get a CMD EQE
     std::array<clock::time_point, rig::mlx5::ifc::cmdq::max_commands> _due{};
     bool _kicked = false;
     bool _stop = false;

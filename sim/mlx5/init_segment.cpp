@@ -19,32 +19,6 @@ using iseg = ifc::initial_seg;
 
 namespace {
 
-void put16(std::byte* p, std::uint16_t v) {
-    p[0] = static_cast<std::byte>(v & 0xff);
-    p[1] = static_cast<std::byte>(v >> 8);
-}
-void put32(std::byte* p, std::uint32_t v) {
-    put16(p, static_cast<std::uint16_t>(v & 0xffff));
-    put16(p + 2, static_cast<std::uint16_t>(v >> 16));
-}
-std::uint32_t get32(const std::byte* p) {
-    return std::to_integer<std::uint32_t>(p[0]) | std::to_integer<std::uint32_t>(p[1]) << 8 |
-           std::to_integer<std::uint32_t>(p[2]) << 16 | std::to_integer<std::uint32_t>(p[3]) << 24;
-}
-
-// PCI config space offsets (PCI Local Bus 3.0, type 0 header; MSI-X: PCI 3.0 §6.8.2)
-constexpr std::size_t cfg_command = 0x04;
-constexpr std::size_t cfg_status = 0x06;
-constexpr std::size_t cfg_class = 0x08;  // revision, then the class code
-constexpr std::size_t cfg_bar0 = 0x10;
-constexpr std::size_t cfg_subsystem = 0x2c;
-constexpr std::size_t cfg_cap_ptr = 0x34;
-constexpr std::uint16_t command_writable = 0x0406;  // memory space, bus master, INTx disable
-constexpr std::uint16_t status_cap_list = 0x0010;
-constexpr std::uint32_t bar_mem64_prefetchable = 0xc;
-constexpr std::uint8_t cap_id_msix = 0x11;
-constexpr std::size_t msix_control = msix_cap_offset + 2;  // table size - 1 (10:0), mask (14), enable (15)
-constexpr std::uint16_t msix_control_writable = 0xc000;
 constexpr std::size_t msix_entry_bytes = 16;
 constexpr std::uint64_t internal_timer_at = 0x1000;  // §2.1
 
@@ -78,6 +52,7 @@ bar0_layout layout_of(const function_options& o) {
     l.msix_pba = l.msix_table + table_bytes;
     l.uar_begin = std::uint64_t{o.firmware.first_uar_page} * uar_page_bytes;
     l.uar_end = l.uar_begin + std::uint64_t{o.firmware.uar_pages} * uar_page_bytes;
+    l.trapped_end = l.uar_begin + std::uint64_t{std::min(o.trapped_uar_pages, o.firmware.uar_pages)} * uar_page_bytes;
     return l;
 }
 
@@ -101,18 +76,7 @@ function_model::function_model(function_options options)
                                     "MSI-X table at the end of BAR0");
     }
     _bar0 = vu::shared_memory(static_cast<std::size_t>(_options.bar0_size));
-    put16(_config.data(), mellanox_vendor_id);
-    put16(_config.data() + 2, _options.device_id);
-    put16(_config.data() + cfg_status, status_cap_list);
-    put32(_config.data() + cfg_class, 0x02000000);  // Ethernet controller, revision 0
-    put32(_config.data() + cfg_bar0, bar_mem64_prefetchable);
-    put16(_config.data() + cfg_subsystem, mellanox_vendor_id);
-    _config[cfg_cap_ptr] = static_cast<std::byte>(msix_cap_offset);
-    _config[msix_cap_offset] = static_cast<std::byte>(cap_id_msix);
-    _config[msix_cap_offset + 1] = std::byte{0};  // the last capability
-    put16(_config.data() + msix_control, static_cast<std::uint16_t>(_options.firmware.msix_vectors - 1));
-    put32(_config.data() + msix_cap_offset + 4, static_cast<std::uint32_t>(_layout.msix_table));  // BIR 0
-    put32(_config.data() + msix_cap_offset + 8, static_cast<std::uint32_t>(_layout.msix_pba));    // BIR 0
+    build_config();  // config_space.cpp
     {
         std::lock_guard g(_lock);
         reset_locked();
@@ -151,12 +115,15 @@ vu::region_desc function_model::region(unsigned index) {
     } else if (index == 0) {
         d.size = _options.bar0_size;
         d.readable = d.writable = true;
-        // The UAR pages are shared: doorbells there cost no message (reference §4.1; the data
-        // path rings them millions of times a second). Everything else stays trapped.
+        // The UAR pages past the trapped ones are shared: doorbells there cost no message
+        // (reference §4.1; the data path rings them millions of times a second). Everything
+        // else stays trapped.
         d.fd = _bar0.fd();
         d.fd_offset = 0;
         d.memory = _bar0.data();
-        d.shared.push_back({_layout.uar_begin, _layout.uar_end - _layout.uar_begin});
+        if (_layout.trapped_end < _layout.uar_end) {
+            d.shared.push_back({_layout.trapped_end, _layout.uar_end - _layout.trapped_end});
+        }
     }
     return d;
 }
@@ -187,7 +154,7 @@ bool function_model::read(unsigned region, std::uint64_t offset, std::span<std::
         return true;
     }
     if (region == vu::config_region) {
-        std::memcpy(out.data(), _config.data() + offset, out.size());
+        config_read(offset, out);  // config_space.cpp
         return true;
     }
     if (region != 0) {
@@ -196,6 +163,10 @@ bool function_model::read(unsigned region, std::uint64_t offset, std::span<std::
     std::fill(out.begin(), out.end(), std::byte{0});
     if (offset >= _layout.msix_table) {
         std::memcpy(out.data(), _bar0.data() + offset, out.size());  // MSI-X table and PBA
+        return true;
+    }
+    if (offset >= _layout.uar_begin && offset + out.size() <= _layout.trapped_end) {
+        std::memcpy(out.data(), _bar0.data() + offset, out.size());  // a trapped UAR page reads as mapped
         return true;
     }
     if (offset >= iseg_bytes) {
@@ -243,6 +214,10 @@ bool function_model::write(unsigned region, std::uint64_t offset, std::span<cons
         }
         return true;
     }
+    if (offset >= _layout.uar_begin && offset + in.size() <= _layout.trapped_end) {
+        uar_write(offset, in);
+        return true;
+    }
     if (offset >= iseg_bytes) {
         return true;
     }
@@ -271,37 +246,35 @@ void function_model::write_iseg_dword(std::uint64_t offset, std::uint32_t host_v
     }
 }
 
-void function_model::config_write(std::uint64_t offset, std::span<const std::byte> in) {
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        const std::uint64_t at = offset + i;
-        if (at == cfg_command || at == cfg_command + 1) {
-            const auto mask = static_cast<std::uint8_t>(command_writable >> (8 * (at - cfg_command)));
-            _config[at] = in[i] & std::byte{mask};
-        } else if (at >= cfg_bar0 && at < cfg_bar0 + 8) {
-            _config[at] = in[i];
-        } else if (at == msix_control + 1) {
-            // MSI-X enable and function mask; the table size bits are read-only
-            const auto keep = std::byte{0x3f};
-            _config[at] = (_config[at] & keep) | (in[i] & std::byte{msix_control_writable >> 8});
-        }
+std::string to_string(const ledger_entry& e) {
+    return "LEDGER function=" + std::to_string(e.function) +
+           (e.what == ledger_entry::event::disable_hca ? " event=disable_hca" : " event=reset") +
+           " pages=" + std::to_string(e.pages) + " objects=" + std::to_string(e.objects);
+}
+
+void function_model::report_ledger(ledger_entry::event what, std::size_t pages, std::size_t objects) const {
+    if (_options.on_ledger) {
+        _options.on_ledger({_options.function_index, what, pages, objects});
     }
-    // BAR0: the size's low bits read 0, the type bits read as a 64-bit prefetchable BAR
-    const std::uint32_t low = get32(_config.data() + cfg_bar0);
-    const auto size_mask = static_cast<std::uint32_t>(~(_options.bar0_size - 1));
-    put32(_config.data() + cfg_bar0, (low & size_mask & 0xfffffff0u) | bar_mem64_prefetchable);
-    _bar0_base = (std::uint64_t{get32(_config.data() + cfg_bar0 + 4)} << 32) | (low & size_mask & 0xfffffff0u);
 }
 
 void function_model::reset() {
     std::unique_lock g(_lock);
-    reset_locked();
-    _config[cfg_command] = std::byte{0};
-    _config[cfg_command + 1] = std::byte{0};
-    _config[msix_control + 1] &= std::byte{0x3f};  // MSI-X disabled, unmasked
-    _kicked = true;  // the firmware thread re-plans: its commands and EQs are gone
+    function_reset_locked();
     g.unlock();
     _wake.notify_one();
     _idle.notify_all();
+}
+
+// A function reset (VFIO_USER_DEVICE_RESET, FLR, the client's going): what the driver left is
+// counted before the reset drops it, and the function's config state goes back too.
+void function_model::function_reset_locked() {
+    const std::size_t pages = _fw.pages_owned();
+    const std::size_t objects = _fw.objects();
+    reset_locked();
+    reset_config();  // config_space.cpp
+    _kicked = true;  // the firmware thread re-plans: its commands and EQs are gone
+    report_ledger(ledger_entry::event::reset, pages, objects);
 }
 
 // A client that goes away (closed, crashed, killed mid-command) leaves its DMA windows and
@@ -330,6 +303,7 @@ void function_model::reset_locked() {
     _ready_at = clock::now() + _options.init_time;
     _last = {};
     _pending = 0;
+    _event_slots = 0;
     _completed = 0;
     _page_request_sent = false;
     _fault_struck = false;

@@ -1,6 +1,6 @@
 #pragma once
 // Bring-up and teardown commands of the HCA (the function as a whole): ENABLE/DISABLE_HCA,
-// QUERY/SET_ISSI, QUERY/MANAGE_PAGES, QUERY/SET_HCA_CAP, INIT/TEARDOWN_HCA, NOP and
+// QUERY/SET_ISSI, QUERY/MANAGE_PAGES, QUERY/SET_HCA_CAP, INIT/TEARDOWN_HCA, QUERY_ADAPTER, NOP and
 // ACCESS_REG with the PAOS register. Order of use: reference §1.1, §2.8, §7.1; fields §3.2.
 // Layouts after mlx5_ifc.h; the structs' names are mlx5_ifc.h's without mlx5_ifc_ and _bits.
 #include <cstdint>
@@ -205,6 +205,27 @@ RIG_MLX5_LAYOUT(nop_in, 0x80, RIG_MLX5_NOP_IN)
     F(status,   0x0,  0x8)      \
     F(syndrome, 0x20, 0x20)
 RIG_MLX5_LAYOUT(nop_out, 0x80, RIG_MLX5_NOP_OUT)
+
+// QUERY_ADAPTER (0x101): the board's identity. The kernel reads it once after INIT_HCA
+// (fw.c mlx5_query_board_id: vsd_contd_psid becomes dev->board_id, the PSID devlink reports
+// as board.id; mlx5_core_query_vendor_id: ieee_vendor_id). vsd and the PSID are byte strings.
+#define RIG_MLX5_QUERY_ADAPTER_IN(F, S)  \
+    F(opcode, 0x0,  0x10)                \
+    F(op_mod, 0x30, 0x10)
+RIG_MLX5_LAYOUT(query_adapter_in, 0x80, RIG_MLX5_QUERY_ADAPTER_IN)
+
+#define RIG_MLX5_QUERY_ADAPTER_PARAM_BLOCK(F, S)  \
+    F(ieee_vendor_id, 0xc8,  0x18)                \
+    F(vsd_vendor_id,  0xf0,  0x10)                \
+    F(vsd,            0x100, 0x680)               \
+    F(vsd_contd_psid, 0x780, 0x80)
+RIG_MLX5_LAYOUT(query_adapter_param_block, 0x800, RIG_MLX5_QUERY_ADAPTER_PARAM_BLOCK)
+
+#define RIG_MLX5_QUERY_ADAPTER_OUT(F, S)                     \
+    F(status,               0x0,  0x8)                       \
+    F(syndrome,             0x20, 0x20)                      \
+    S(query_adapter_struct, 0x80, query_adapter_param_block)
+RIG_MLX5_LAYOUT(query_adapter_out, 0x880, RIG_MLX5_QUERY_ADAPTER_OUT)
 
 // ACCESS_REG (0x805): op_mod 0 = write, 1 = read; register_data (32-bit words) follows the
 // fixed part in both directions. Registers used: HOST_ENDIANNESS 0x7004 (16 bytes, byte 0 =

@@ -330,6 +330,20 @@ TEST_CASE("mlx5 model: bring-up commands", "[model][mlx5]") {
         r = t.simple<ifc::init_hca_in, ifc::init_hca_out>(opcode::init_hca);
         CHECK(r.status() == cmd_status::bad_sys_state_err);
 
+        // QUERY_ADAPTER, as the kernel's mlx5_query_board_id (fw.c) asks it after INIT_HCA:
+        // 0x110 bytes of output, the PSID at byte 0x100 (0xf0 into the param block)
+        auto qa = t.simple<ifc::query_adapter_in, ifc::query_adapter_out>(opcode::query_adapter);
+        REQUIRE(ok(qa));
+        using P = ifc::query_adapter_param_block;
+        constexpr auto at = ifc::query_adapter_out::query_adapter_struct;
+        CHECK(qa.get(at(P::ieee_vendor_id)) == 0x0002c9);  // Mellanox's OUI
+        CHECK(qa.get(at(P::vsd_vendor_id)) == 0x15b3);
+        const auto psid = abi::bytes_of(std::span<const std::byte>(qa.out), at(P::vsd_contd_psid));
+        CHECK(std::string(reinterpret_cast<const char*>(psid.data())) == "RIG_MODEL_CX6DX");
+        CHECK(psid.size() == 16);
+        CHECK(std::to_integer<int>(qa.out[0x100]) == 'R');
+        CHECK(std::to_integer<int>(psid[15]) == 0);  // NUL-terminated within its 16 bytes
+
         // TAKE while initialized: the firmware keeps what it runs on
         using MI = ifc::manage_pages_in;
         using MO = ifc::manage_pages_out;
@@ -363,6 +377,9 @@ TEST_CASE("mlx5 model: bring-up commands", "[model][mlx5]") {
 
         CHECK(ok(t.simple<ifc::disable_hca_in, ifc::disable_hca_out>(opcode::disable_hca)));
         CHECK(t.fn.state() == model::hca_state::disabled);
+        // a disabled function has no board to tell about
+        qa = t.simple<ifc::query_adapter_in, ifc::query_adapter_out>(opcode::query_adapter);
+        CHECK(qa.status() == cmd_status::bad_sys_state_err);
     }
     SECTION("MANAGE_PAGES refuses unaligned, duplicate and unmapped pages, all or nothing") {
         auto r = t.give(0, 4, 0x800);

@@ -146,7 +146,6 @@ struct events_fixture : rig::test::served_model {
         exec(make<ifc::init_hca_in>(opcode::init_hca), ifc::init_hca_out::size_bytes);
         auto out = exec(make<ifc::alloc_uar_in>(opcode::alloc_uar), ifc::alloc_uar_out::size_bytes);
         uar = static_cast<std::uint32_t>(abi::get<ifc::alloc_uar_out::uar>(out));
-        REQUIRE(bar.covers(std::uint64_t{uar} * 4096, 4096));
     }
 
     // An EQ of 2^log_size entries, its buffer pre-set to owner 1 (as the kernel does).
@@ -182,13 +181,19 @@ struct events_fixture : rig::test::served_model {
         auto out = exec(in, ifc::create_eq_out::size_bytes);
         return {static_cast<std::uint32_t>(abi::get<ifc::create_eq_out::eq_number>(out)), log_size, buffer};
     }
-    // be32((eqn << 24) | ci) to UAR + 0x40 (arm) or + 0x48 (update only), §4.1
+    // be32((eqn << 24) | ci) to UAR + 0x40 (arm) or + 0x48 (update only), §4.1: a store into
+    // the mapped page, or a REGION_WRITE when the page is trapped (not mapped), as a CPU store
+    // reaches a card either way
     void eq_doorbell(const eq& e, std::uint32_t ci, bool arm) {
-        std::byte* cell = bar.base + std::uint64_t{uar} * 4096 + (arm ? 0x40 : 0x48);
+        const std::uint64_t at = std::uint64_t{uar} * 4096 + (arm ? 0x40 : 0x48);
         const std::uint32_t v = e.eqn << 24 | (ci & 0xffffff);
         std::array<std::byte, 4> be;
         abi::store_be<std::uint32_t>(be.data(), v);
-        std::memcpy(cell, be.data(), 4);
+        if (bar.covers(at, 4)) {
+            std::memcpy(bar.base + at, be.data(), 4);
+        } else {
+            REQUIRE(f->region_write(drv::region::bar0, at, be).has_value());
+        }
     }
     std::uint32_t reg(std::uint32_t off) {
         std::array<std::byte, 4> b{};
@@ -261,7 +266,7 @@ TEST_CASE("mlx5 events model: a doorbell write returns before the command comple
 
 // ---- PCI face: MSI-X capability and the BAR0 layout --------------------------------------------
 
-TEST_CASE("mlx5 events model: MSI-X capability, UAR pages shared, table and init segment trapped",
+TEST_CASE("mlx5 events model: MSI-X capability, UAR pages shared but the first, table and init segment trapped",
           "[model][mlx5]") {
     auto o = fast_options();
     rig::test::served_model t(o);
@@ -283,8 +288,9 @@ TEST_CASE("mlx5 events model: MSI-X capability, UAR pages shared, table and init
     auto info = t.f->get_region_info(drv::region::bar0);
     REQUIRE(info.has_value());
     REQUIRE(info->mappable.size() == 1);
-    CHECK(info->mappable[0].offset == l.uar_begin);
-    CHECK(info->mappable[0].size == l.uar_end - l.uar_begin);
+    CHECK(l.trapped_end == l.uar_begin + 4096);  // the first UAR page is trapped (events.cpp)
+    CHECK(info->mappable[0].offset == l.trapped_end);
+    CHECK(info->mappable[0].size == l.uar_end - l.trapped_end);
     // the MSI-X table is trapped memory: an entry written reads back; the PBA ignores writes
     std::array<std::byte, 4> w{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}}, r{};
     REQUIRE(t.f->region_write(drv::region::bar0, l.msix_table + 16, w).has_value());
@@ -311,16 +317,17 @@ TEST_CASE("mlx5 events model: CMD EQEs name the slot; MSI-X fires only when the 
     events_fixture t;
     t.bring_up();
     auto e = t.create_eq(3, {cmd_event}, 2);
-    // CREATE_EQ's own completion is the first EQE of the EQ it made (it was subscribed by then)
+    // CREATE_EQ was issued before its EQ existed: no EQE for it (cmdq.cpp, kernel eq.c
+    // create_async_eqs runs it in polling mode)
+    t.nop();
     REQUIRE(wait_until([&] { return owner_of(e.entry(0)) == 0; }));
     CHECK(type_of(e.entry(0)) == cmd_event);
     const std::uint32_t v0 = cmd_vector(e.entry(0));
     CHECK(std::popcount(v0) == 1);
     CHECK(v0 < (1u << 31));  // not the page slot
     CHECK(owner_of(e.entry(1)) == 1);  // nothing more yet
-    CHECK_FALSE(fired(t.irqs[2], 50ms));  // created unarmed
+    CHECK_FALSE(fired(t.irqs[2], 50ms));  // created unarmed: the EQE is written, no interrupt
 
-    // unarmed: the EQE is written, no interrupt
     t.nop();
     REQUIRE(wait_until([&] { return owner_of(e.entry(1)) == 0; }));
     CHECK(type_of(e.entry(1)) == cmd_event);
@@ -346,15 +353,112 @@ TEST_CASE("mlx5 events model: CMD EQEs name the slot; MSI-X fires only when the 
     CHECK(t.fn.interrupts_raised() == 2);
 }
 
+// The kernel makes its command EQ by a CREATE_EQ in polling mode and switches to events after
+// (eq.c create_async_eqs). Nothing in the entry says which mode the driver is in; a CMD EQE for
+// that CREATE_EQ would reach the kernel as "Command completion arrived after timeout".
+TEST_CASE("mlx5 events model: no CMD EQE for a command issued before a command EQ existed",
+          "[model][mlx5]") {
+    events_fixture t;
+    t.bring_up();
+    auto e = t.create_eq(2, {cmd_event}, 1);
+    t.eq_doorbell(e, 0, true);  // armed at CI 0, as the kernel's create_map_eq does
+    CHECK_FALSE(fired(t.irqs[1], 100ms));
+    CHECK(owner_of(e.entry(0)) == 1);
+    CHECK(t.fn.events_posted() == 0);
+    // issued with the EQ in place: the completion comes as an event and raises the vector
+    t.nop();
+    REQUIRE(wait_until([&] { return owner_of(e.entry(0)) == 0; }));
+    CHECK(type_of(e.entry(0)) == cmd_event);
+    CHECK(fired(t.irqs[1], 1000ms));
+    CHECK(t.fn.events_posted() == 1);
+    // a command EQ destroyed by its own DESTROY_EQ takes no EQE for it either (it is gone)
+    using In = ifc::destroy_eq_in;
+    auto in = make<In>(opcode::destroy_eq);
+    abi::set<In::eq_number>(in, e.eqn);
+    t.exec(in, ifc::destroy_eq_out::size_bytes);
+    CHECK(t.fn.events_posted() == 1);
+}
+
+// ---- EQ doorbells on a trapped UAR page --------------------------------------------------------
+
+// The kernel arms every EQ through the one doorbell word of its first UAR (eq.c: eq->doorbell =
+// priv->bfreg.up->map + 0x40), from the handlers of different EQs. Polled shared memory would
+// keep only the second arm; the first UAR page is trapped and takes each write in order.
+TEST_CASE("mlx5 events model: two EQs armed through one doorbell word in quick succession both signal",
+          "[model][mlx5]") {
+    events_fixture t;
+    t.bring_up();
+    const model::bar0_layout l = model::layout_of(fast_options());
+    CHECK(std::uint64_t{t.uar} * 4096 == l.uar_begin);  // the lowest free UAR: the trapped one
+    CHECK_FALSE(t.bar.covers(std::uint64_t{t.uar} * 4096, 4));
+    auto pages = t.create_eq(2, {page_request_event}, 1);
+    auto ports = t.create_eq(2, {port_change_event}, 2);
+    t.eq_doorbell(pages, 0, true);
+    t.eq_doorbell(ports, 0, true);  // same word, right after
+    REQUIRE(t.fn.request_pages(1));
+    REQUIRE(t.fn.set_port_state(false));
+    CHECK(fired(t.irqs[1], 1000ms));
+    CHECK(fired(t.irqs[2], 1000ms));
+    CHECK(t.fn.interrupts_raised() == 2);
+    // and updates without arming, interleaved, leave each EQ where its own write put it
+    t.eq_doorbell(pages, 1, false);
+    t.eq_doorbell(ports, 1, true);
+    REQUIRE(t.fn.set_port_state(true));
+    CHECK(fired(t.irqs[2], 1000ms));
+    REQUIRE(t.fn.request_pages(2));
+    CHECK_FALSE(fired(t.irqs[1], 50ms));  // pages' EQ was only updated, not armed
+    CHECK(t.fn.interrupts_raised() == 3);
+}
+
+TEST_CASE("mlx5 events model: a trapped UAR page stores its other registers as a mapped write would",
+          "[model][mlx5]") {
+    events_fixture t;
+    t.bring_up();
+    const std::uint64_t page = std::uint64_t{t.uar} * 4096;
+    std::array<std::byte, 8> db{};
+    abi::store_be<std::uint64_t>(db.data(), 0x1122334455667788ull);
+    REQUIRE(t.f->region_write(drv::region::bar0, page + 0x20, db).has_value());     // CQ doorbell
+    REQUIRE(t.f->region_write(drv::region::bar0, page + 0x800, db).has_value());    // BlueFlame
+    std::array<std::byte, 8> back{};
+    REQUIRE(t.f->region_read(drv::region::bar0, page + 0x20, back).has_value());
+    CHECK(back == db);
+    REQUIRE(t.f->region_read(drv::region::bar0, page + 0x800, back).has_value());
+    CHECK(back == db);
+    // the EQ doorbell words are taken by the firmware, not stored
+    REQUIRE(t.f->region_read(drv::region::bar0, page + 0x40, std::span(back).first(4)).has_value());
+    CHECK(abi::load_be<std::uint32_t>(back.data()) == 0xffffffffu);
+}
+
+// ---- the ledger: what a driver left behind (rig-nicsim --report-ledger) ---------------------
+
+TEST_CASE("mlx5 events model: the ledger counts pages and objects left at DISABLE_HCA and at reset",
+          "[model][mlx5]") {
+    std::vector<model::ledger_entry> seen;  // on_ledger runs under the model's lock: no locking here
+    auto o = fast_options();
+    o.function_index = 3;
+    o.on_ledger = [&seen](const model::ledger_entry& e) { seen.push_back(e); };
+    events_fixture t(o);
+    t.bring_up();                      // 2 + 2 pages, a UAR
+    t.create_eq(2, {port_change_event});  // and an EQ
+    // a driver that skips TEARDOWN_HCA and MANAGE_PAGES(TAKE) before DISABLE_HCA
+    t.exec(make<ifc::disable_hca_in>(opcode::disable_hca), ifc::disable_hca_out::size_bytes);
+    REQUIRE(seen.size() == 1);
+    CHECK(model::to_string(seen[0]) == "LEDGER function=3 event=disable_hca pages=4 objects=2");
+    REQUIRE(t.f->reset().has_value());
+    REQUIRE(seen.size() == 2);
+    CHECK(model::to_string(seen[1]) == "LEDGER function=3 event=reset pages=0 objects=0");
+    // a DISABLE_HCA refused (already disabled) is no event
+    CHECK_FALSE(t.try_exec(make<ifc::disable_hca_in>(opcode::disable_hca), ifc::disable_hca_out::size_bytes).has_value());
+    CHECK(seen.size() == 2);
+}
+
 TEST_CASE("mlx5 events model: the owner bit toggles on every pass of the EQ", "[model][mlx5]") {
     events_fixture t;
     t.bring_up();
     auto e = t.create_eq(1, {cmd_event});  // two entries
     std::uint32_t ci = 0;
     for (std::uint32_t pi = 0; pi < 7; ++pi) {
-        if (pi > 0) {
-            t.nop();
-        }
+        t.nop();
         const std::uint8_t expect_owner = (pi >> 1) & 1;
         REQUIRE(wait_until([&] { return owner_of(e.entry(pi)) == expect_owner; }));
         CHECK(type_of(e.entry(pi)) == cmd_event);
@@ -368,7 +472,8 @@ TEST_CASE("mlx5 events model: the owner bit toggles on every pass of the EQ", "[
 TEST_CASE("mlx5 events model: an EQ overrun is a fatal health syndrome 0xc", "[model][mlx5]") {
     events_fixture t;
     t.bring_up();
-    auto e = t.create_eq(1, {cmd_event});  // EQE 0: CREATE_EQ
+    auto e = t.create_eq(1, {cmd_event});  // no EQE: CREATE_EQ ran before the EQ existed
+    t.nop();                               // EQE 0
     t.nop();                               // EQE 1: the EQ is full
     CHECK_FALSE(t.fn.failed());
     t.nop();  // its completion does not fit
@@ -515,9 +620,7 @@ TEST_CASE("mlx5 events model: faults and their observable effects", "[model][mlx
         CHECK(t.f->config_read16(0).value() == 0xffff);
         CHECK(t.reg(0x230) == 0xffffffffu);  // health.fw_ver: the function is gone (§1.4)
         CHECK(t.reg(0x0) == 0xffffffffu);
-        std::uint32_t uar_word = 0;
-        std::memcpy(&uar_word, t.bar.base + std::uint64_t{t.uar} * 4096, 4);
-        CHECK(uar_word == 0xffffffffu);
+        CHECK(t.reg(t.uar * 4096) == 0xffffffffu);  // the (trapped) UAR page too
         auto r = t.try_exec(nop_in, ifc::nop_out::size_bytes, 200ms);
         REQUIRE_FALSE(r.has_value());
         CHECK(r.error().kind == fw::error_kind::timeout);

@@ -102,11 +102,39 @@ TEST_CASE("rig-nicsim: a fault option strikes every function it names", "[model]
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
 
+TEST_CASE("rig-nicsim --report-ledger: one LEDGER line per reset of a function, on stdout", "[model][mlx5]") {
+    rig::test::temp_socket dir;
+    int fd = -1;
+    const pid_t pid = spawn({"--family", "mlx5", "--functions", "2", "--socket-dir", dir.dir, "--report-ledger"}, &fd);
+    const std::string s1 = dir.dir + "/mlx5-1.sock";
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!std::filesystem::exists(s1)) {
+        REQUIRE(std::chrono::steady_clock::now() < until);
+        std::this_thread::sleep_for(5ms);
+    }
+    {
+        auto f1 = drv::open("vfio-user:" + s1);
+        REQUIRE(f1.has_value());
+        REQUIRE((*f1)->reset().has_value());  // VFIO_USER_DEVICE_RESET
+    }  // and the client's going resets it again
+    std::this_thread::sleep_for(100ms);
+    REQUIRE(::kill(pid, SIGINT) == 0);
+    const std::string out = drain(fd);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    const std::string line = "LEDGER function=1 event=reset pages=0 objects=0\n";
+    const auto first = out.find(line);
+    REQUIRE(first != std::string::npos);
+    CHECK(out.find(line, first + 1) != std::string::npos);
+    CHECK(out.find("LEDGER function=0") == std::string::npos);  // function 0 was never reset
+}
+
 TEST_CASE("rig-nicsim: --help, and one-line errors with exit 2", "[model][mlx5]") {
     auto [rc, out] = run({"--help"});
     CHECK(rc == 0);
     for (const char* option : {"--family", "--functions", "--socket-dir", "--fault-silence", "--fault-fatal",
-                               "--fault-fail", "--fault-die", "--fault-after", "--command-latency-us"}) {
+                               "--fault-fail", "--fault-die", "--fault-after", "--command-latency-us",
+                               "--report-ledger", "--trapped-uar-pages"}) {
         CHECK(out.find(option) != std::string::npos);
     }
     const auto one_line_error = [](const std::pair<int, std::string>& r, const char* says) {
