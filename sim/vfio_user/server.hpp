@@ -38,7 +38,8 @@ struct server_options {
     std::uint32_t max_msg_fds = 8;               // fds we take in one message (VERSION caps)
     std::uint32_t max_data_xfer_size = 1u << 20;
     // windows a client may hold: 4 GiB of guest RAM in 4 KiB pages, as QEMU maps it under a vIOMMU
-    // (each window costs a tree node, not a mapping: dma_files.hpp)
+    // (each window costs a tree node, not a mapping: dma_files.hpp). VERSION offers at most the
+    // spec's default, 65535, which QEMU's client takes as a ceiling (session::version).
     std::uint32_t max_dma_maps = 1u << 20;
     // a message that has begun must be complete within this, and so must a client's answer to
     // our DMA_READ/WRITE; an idle client may stay connected as long as it likes

@@ -196,7 +196,10 @@ session::next session::version(const message& m) {
     abi::caps ours;
     ours.max_msg_fds = _srv._options.max_msg_fds;
     ours.max_data_xfer_size = _srv._options.max_data_xfer_size;
-    ours.max_dma_maps = _srv._options.max_dma_maps;
+    // QEMU's client refuses more than the spec's default, 65535 (hw/vfio-user/proxy.c
+    // check_max_dma: "max_dma_maps too large", the server may only lower it), kernel type1's
+    // dma_entry_limit default too; the server's own limit may be higher, and is what it enforces
+    ours.max_dma_maps = std::min(_srv._options.max_dma_maps, abi::caps{}.max_dma_maps);
     std::array<char, 256> json{};
     const std::size_t n = abi::write_caps(ours, json);
     std::vector<std::byte> out(sizeof(abi::version) + n);

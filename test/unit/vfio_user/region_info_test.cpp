@@ -1,9 +1,12 @@
-// REGION_INFO as the two kinds of client ask for it. QEMU's vfio-user client
+// REGION_INFO and VERSION as the two kinds of client take them. QEMU's vfio-user client
 // (hw/vfio-user/device.c vfio_user_device_io_get_region_info) refuses a reply whose CAPS flag is
 // set with a cap_offset outside [sizeof(vfio_region_info), argsz]; its caller (hw/vfio/device.c
 // vfio_device_get_region_info) then asks again when the reply's argsz is larger than it asked for.
 // Rig's own client (driver/vfio_user/client_regions.cpp) asks again on argsz alone.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -11,6 +14,7 @@
 #include "helpers.hpp"
 
 using namespace rig::test;
+namespace sim = rig::sim;
 namespace abi = rig::vfio_user::abi;
 using abi::command;
 
@@ -113,5 +117,32 @@ TEST_CASE("vfio-user server: a region without a chain has no CAPS at any argsz",
         CHECK((info->flags & abi::region_flag_caps) == 0);
         CHECK(info->cap_offset == 0);
         CHECK(r->fds.empty());
+    }
+}
+
+// QEMU's client parses the server's VERSION capabilities and refuses a max_dma_maps above the
+// spec's default 65535 ("max_dma_maps too large", hw/vfio-user/proxy.c check_max_dma), whatever
+// the server's own window limit (server_options::max_dma_maps, 1M by default).
+TEST_CASE("vfio-user server: VERSION offers at most 65535 DMA windows, as QEMU's client takes", "[vfio_user][version]") {
+    for (std::uint32_t limit : {std::uint32_t{1} << 20, std::uint32_t{100}}) {
+        sim::vfio_user::server_options o;
+        o.max_dma_maps = limit;
+        local_server s(o);
+        raw_conn c(socket_in(s.dir));
+        const char json[] = R"({"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576}})";
+        std::vector<std::byte> p(sizeof(abi::version) + sizeof json);
+        const abi::version v{0, 0};
+        std::memcpy(p.data(), &v, sizeof v);
+        std::memcpy(p.data() + sizeof v, json, sizeof json);
+        c.send(static_cast<std::uint16_t>(command::version), p);
+        auto r = c.receive();
+        REQUIRE(r);
+        REQUIRE_FALSE(r->is_error());
+        REQUIRE(r->payload.size() > sizeof(abi::version));
+        const std::string text(reinterpret_cast<const char*>(r->payload.data()) + sizeof(abi::version),
+                               r->payload.size() - sizeof(abi::version));
+        const auto caps = abi::parse_caps(text.c_str());
+        REQUIRE(caps);
+        CHECK(caps->max_dma_maps == std::min<std::uint32_t>(limit, 65535));
     }
 }
