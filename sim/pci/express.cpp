@@ -17,6 +17,10 @@ void put32(std::span<std::byte> c, std::size_t at, std::uint32_t v) {
 constexpr std::uint16_t version_2 = 0x2;         // PCI_EXP_FLAGS_VERS: the v2 register set (to 0x3c)
 constexpr std::uint16_t type_endpoint = 0x0 << 4;  // PCI_EXP_TYPE_ENDPOINT
 constexpr std::uint32_t devcap_extended_tag = 0x20;  // PCI_EXP_DEVCAP_EXT_TAG
+// Role-Based Error Reporting: every device of PCIe 1.1 or later sets it (§7.5.3.3); the kernel
+// takes a device without it for a pre-1.1 one and turns ASPM off (drivers/pci/pcie/aspm.c
+// pcie_aspm_sanity_check: "disabling ASPM on pre-1.1 PCIe device").
+constexpr std::uint32_t devcap_rber = 0x8000;  // PCI_EXP_DEVCAP_RBER
 // the bits a driver may write, per register (the rest read-only)
 constexpr std::uint16_t devctl_writable = 0x7fff;  // all but Initiate FLR, which reads 0
 constexpr std::uint16_t lnkctl_writable = 0x00c3;  // ASPM control, common clock, extended sync
@@ -47,7 +51,7 @@ void put_express_cap(std::span<std::byte> config, std::size_t at, std::uint8_t n
     config[at + 1] = std::byte{next};
     put16(config, at + express::flags, version_2 | type_endpoint);
     put32(config, at + express::devcap,
-          (o.max_payload & 0x7u) | devcap_extended_tag | (o.flr ? express::devcap_flr : 0u));
+          (o.max_payload & 0x7u) | devcap_extended_tag | devcap_rber | (o.flr ? express::devcap_flr : 0u));
     put16(config, at + express::devctl, 0x2810);  // reset values: relaxed ordering, no snoop, 512 B reads
     put32(config, at + express::lnkcap, link_word(o.max));  // port number 0, no ASPM
     put16(config, at + express::lnksta, link_word(o.current));

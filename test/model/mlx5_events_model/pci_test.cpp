@@ -68,6 +68,7 @@ TEST_CASE("mlx5 model PCI: an Express endpoint at 16 GT/s x16 with FLR, a vendor
     const std::uint32_t devcap = read32(*t.f, x + 4);
     CHECK((devcap & 0x10000000) != 0);   // PCI_EXP_DEVCAP_FLR
     CHECK((devcap & 0x7) == 2);          // Max_Payload_Size 512
+    CHECK((devcap & 0x8000) != 0);       // PCI_EXP_DEVCAP_RBER: a PCIe 1.1+ device (aspm.c)
     const std::uint32_t lnkcap = read32(*t.f, x + 0x0c);
     CHECK((lnkcap & 0xf) == 4);          // 16 GT/s
     CHECK((lnkcap >> 4 & 0x3f) == 16);   // x16
