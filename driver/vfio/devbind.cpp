@@ -253,7 +253,7 @@ std::string format_status(const std::vector<devbind_row>& rows) {
         std::snprintf(id, sizeof id, "%04x:%04x", f.vendor, f.device);
         const std::string group = f.iommu_group ? std::to_string(*f.iommu_group) : "none";
         std::snprintf(line, sizeof line, "%-13s %-5s %-24s %-9s %-14s %-6s %s\n", f.bdf.c_str(),
-                      f.known ? std::string(f.known->family).c_str() : "-",
+                      f.known ? std::string(abi::pci::to_string(f.known->family)).c_str() : "-",
                       f.known ? std::string(f.known->name).c_str() : "-", id, driver.c_str(), group.c_str(),
                       ifaces.empty() ? "-" : ifaces.c_str());
         out += line;

@@ -1,7 +1,6 @@
 #include "driver/vfio/sysfs.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <charconv>
 #include <filesystem>
@@ -25,55 +24,6 @@ bool is_pci_address(std::string_view s) {
 }
 
 namespace {
-
-constexpr std::array known_table{
-    // mlx5, vendor 0x15b3: rdma-core mlx5_hca_table (reference/mlx5.md §5)
-    known_device{mellanox_vendor, 0x1011, "mlx5", "Connect-IB", false},
-    known_device{mellanox_vendor, 0x1012, "mlx5", "Connect-IB VF", true},
-    known_device{mellanox_vendor, 0x1013, "mlx5", "ConnectX-4", false},
-    known_device{mellanox_vendor, 0x1014, "mlx5", "ConnectX-4 VF", true},
-    known_device{mellanox_vendor, 0x1015, "mlx5", "ConnectX-4 Lx", false},
-    known_device{mellanox_vendor, 0x1016, "mlx5", "ConnectX-4 Lx VF", true},
-    known_device{mellanox_vendor, 0x1017, "mlx5", "ConnectX-5", false},
-    known_device{mellanox_vendor, 0x1018, "mlx5", "ConnectX-5 VF", true},
-    known_device{mellanox_vendor, 0x1019, "mlx5", "ConnectX-5 Ex", false},
-    known_device{mellanox_vendor, 0x101a, "mlx5", "ConnectX-5 Ex VF", true},
-    known_device{mellanox_vendor, 0x101b, "mlx5", "ConnectX-6", false},
-    known_device{mellanox_vendor, 0x101c, "mlx5", "ConnectX-6 VF", true},
-    known_device{mellanox_vendor, 0x101d, "mlx5", "ConnectX-6 Dx", false},
-    known_device{mellanox_vendor, 0x101e, "mlx5", "ConnectX VF", true},
-    known_device{mellanox_vendor, 0x101f, "mlx5", "ConnectX-6 Lx", false},
-    known_device{mellanox_vendor, 0x1021, "mlx5", "ConnectX-7", false},
-    known_device{mellanox_vendor, 0x1023, "mlx5", "ConnectX-8", false},
-    known_device{mellanox_vendor, 0x1025, "mlx5", "ConnectX-9", false},
-    known_device{mellanox_vendor, 0x1027, "mlx5", "ConnectX-10", false},
-    known_device{mellanox_vendor, 0x2101, "mlx5", "ConnectX-10 NVLink-C2C", false},
-    known_device{mellanox_vendor, 0xa2d2, "mlx5", "BlueField", false},
-    known_device{mellanox_vendor, 0xa2d3, "mlx5", "BlueField VF", true},
-    known_device{mellanox_vendor, 0xa2d6, "mlx5", "BlueField-2", false},
-    known_device{mellanox_vendor, 0xa2dc, "mlx5", "BlueField-3", false},
-    known_device{mellanox_vendor, 0xa2df, "mlx5", "BlueField-4", false},
-    // bnxt Thor, vendor 0x14e4: P5 and P7 (reference/bnxt.md §4)
-    known_device{broadcom_vendor, 0x1750, "bnxt", "BCM57508", false},
-    known_device{broadcom_vendor, 0x1751, "bnxt", "BCM57504", false},
-    known_device{broadcom_vendor, 0x1752, "bnxt", "BCM57502", false},
-    known_device{broadcom_vendor, 0x1800, "bnxt", "BCM5750x NPAR", false},
-    known_device{broadcom_vendor, 0x1801, "bnxt", "BCM5750x NPAR", false},
-    known_device{broadcom_vendor, 0x1802, "bnxt", "BCM5750x NPAR", false},
-    known_device{broadcom_vendor, 0x1803, "bnxt", "BCM5750x NPAR", false},
-    known_device{broadcom_vendor, 0x1804, "bnxt", "BCM5750x NPAR", false},
-    known_device{broadcom_vendor, 0x1805, "bnxt", "BCM5750x NPAR", false},
-    known_device{broadcom_vendor, 0x1806, "bnxt", "BCM5750x VF", true},
-    known_device{broadcom_vendor, 0x1807, "bnxt", "BCM5750x VF", true},
-    known_device{broadcom_vendor, 0x1808, "bnxt", "BCM5750x VF (HV)", true},
-    known_device{broadcom_vendor, 0x1809, "bnxt", "BCM5750x VF (HV)", true},
-    known_device{broadcom_vendor, 0x1760, "bnxt", "BCM57608", false},
-    known_device{broadcom_vendor, 0x1761, "bnxt", "BCM57604", false},
-    known_device{broadcom_vendor, 0x1762, "bnxt", "BCM57602", false},
-    known_device{broadcom_vendor, 0x1763, "bnxt", "BCM57601", false},
-    known_device{broadcom_vendor, 0x1819, "bnxt", "BCM5760x VF", true},
-    known_device{broadcom_vendor, 0xd818, "bnxt", "BCM58818", false},
-};
 
 // First line of a small sysfs file, without its newline; nullopt when unreadable.
 std::optional<std::string> read_line(const fs::path& p) {
@@ -125,17 +75,6 @@ std::vector<std::string> entries(const fs::path& dir, std::string_view prefix = 
 
 }  // namespace
 
-std::span<const known_device> known_devices() { return known_table; }
-
-const known_device* find_known(std::uint16_t vendor, std::uint16_t device) {
-    for (const known_device& k : known_table) {
-        if (k.vendor == vendor && k.device == device) {
-            return &k;
-        }
-    }
-    return nullptr;
-}
-
 result<pci_function> sysfs::function(std::string_view bdf) const {
     if (!is_pci_address(bdf)) {
         return std::unexpected(fail("sysfs", bdf, "not a PCI address (0000:bb:dd.f)", EINVAL));
@@ -172,7 +111,7 @@ result<pci_function> sysfs::function(std::string_view bdf) const {
         f.vfio_cdev = cdevs.front();
     }
     f.net_interfaces = entries(dir / "net");
-    f.known = find_known(f.vendor, f.device);
+    f.known = abi::pci::find(f.vendor, f.device);
     return f;
 }
 

@@ -10,11 +10,11 @@
 // (reference/vfio-and-vfio-user.md §3.1, §3.2, §3.6)
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "abi/pci_ids.hpp"
 #include "driver/error.hpp"
 
 namespace rig::driver::vfio {
@@ -22,18 +22,9 @@ namespace rig::driver::vfio {
 // "0000:bb:dd.f" in lower- or upper-case hexadecimal
 bool is_pci_address(std::string_view s);
 
-// The functions Rig drives: mlx5 (reference/mlx5.md §5) and bnxt Thor P5/P7 (reference/bnxt.md §4).
-struct known_device {
-    std::uint16_t vendor;
-    std::uint16_t device;
-    std::string_view family;   // "mlx5", "bnxt"
-    std::string_view name;
-    bool vf;
-};
-inline constexpr std::uint16_t mellanox_vendor = 0x15b3;
-inline constexpr std::uint16_t broadcom_vendor = 0x14e4;
-std::span<const known_device> known_devices();
-const known_device* find_known(std::uint16_t vendor, std::uint16_t device);
+// The functions Rig drives are abi/pci_ids.hpp's list: one list for discovery, rig-devbind,
+// rig::nic::open and the device model.
+using known_device = abi::pci::device_id;
 
 struct pci_function {
     std::string bdf;
@@ -45,7 +36,7 @@ struct pci_function {
     std::string driver_override;   // "" when unset
     std::string vfio_cdev;         // "vfio3" when the kernel made a VFIO device cdev for it
     std::vector<std::string> net_interfaces;
-    const known_device* known = nullptr;
+    const known_device* known = nullptr;   // abi::pci::find(vendor, device)
 };
 
 class sysfs {

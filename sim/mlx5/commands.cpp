@@ -7,6 +7,7 @@
 
 #include "abi/mlx5/ifc/cmdq.hpp"
 #include "abi/mlx5/ifc/hca.hpp"
+#include "abi/pci_ids.hpp"
 #include "sim/mlx5/call.hpp"
 #include "sim/vfio_user/log.hpp"
 
@@ -17,7 +18,6 @@ using ifc::cmd_status;
 
 namespace {
 constexpr std::uint32_t mellanox_oui = 0x0002c9;
-constexpr std::uint16_t mellanox_pci_vendor = 0x15b3;
 }  // namespace
 
 firmware::firmware(firmware_options options) : _options(options) {
@@ -363,7 +363,7 @@ void firmware::query_adapter(call& c) {
         return;
     }
     c.set(at(P::ieee_vendor_id), mellanox_oui);
-    c.set(at(P::vsd_vendor_id), mellanox_pci_vendor);
+    c.set(at(P::vsd_vendor_id), ::rig::abi::pci::vendor_mellanox);
     std::array<std::byte, P::vsd_contd_psid.bits / 8> psid{};
     const std::size_t n = std::min(psid.size(), _options.psid.size());
     std::memcpy(psid.data(), _options.psid.data(), n);

@@ -67,6 +67,7 @@
 #include "abi/mlx5/ifc/cmd.hpp"
 #include "abi/mlx5/ifc/cmdq.hpp"
 #include "abi/mlx5/ifc/init_seg.hpp"
+#include "abi/pci_ids.hpp"
 #include "sim/mlx5/firmware.hpp"
 #include "sim/mlx5/vsc.hpp"
 #include "sim/pci/express.hpp"
@@ -81,8 +82,10 @@ namespace rig::sim::mlx5 {
 
 class datapath;  // sim/mlx5/datapath.hpp
 
-inline constexpr std::uint16_t mellanox_vendor_id = 0x15b3;
-inline constexpr std::uint16_t connectx6dx_device_id = 0x101d;
+// The model is a ConnectX-6 Dx by default: its IDs are abi/pci_ids.hpp's, the list the driver
+// picks the family by.
+inline constexpr std::uint16_t mellanox_vendor_id = ::rig::abi::pci::connectx6dx.vendor;
+inline constexpr std::uint16_t connectx6dx_device_id = ::rig::abi::pci::connectx6dx.device;
 inline constexpr std::size_t uar_page_bytes = 4096;
 inline constexpr std::size_t msix_cap_offset = 0x40;  // in config space
 inline constexpr std::size_t express_cap_offset = 0x60;

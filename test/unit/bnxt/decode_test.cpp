@@ -277,11 +277,12 @@ TEST_CASE("bnxt: an HWRM response is complete when its last byte is valid", "[bn
           "hwrm_ver_get_output: 64 bytes given, 176 needed");
 }
 
-TEST_CASE("bnxt: device ids", "[bnxt][ids]") {
+TEST_CASE("bnxt: chip numbers and their generation", "[bnxt][ids]") {
     CHECK(abi::PCI_VENDOR_ID_BROADCOM == 0x14e4);
-    REQUIRE(abi::find_device(0x1750) != nullptr);
-    CHECK(abi::find_device(0x1750)->gen == abi::generation::p5);
-    CHECK(abi::find_device(0x1760)->gen == abi::generation::p7);
-    CHECK(abi::find_device(0x1819)->vf);
-    CHECK(abi::find_device(0x16d7) == nullptr);   // P4: not driven
+    CHECK(abi::generation_of(abi::CHIP_NUM_57508) == abi::generation::p5);
+    CHECK(abi::generation_of(0x1752) == abi::generation::p5);
+    CHECK(abi::generation_of(abi::CHIP_NUM_57608) == abi::generation::p7);
+    CHECK(abi::generation_of(0xd818) == abi::generation::p7);
+    CHECK_FALSE(abi::generation_of(0x16d7).has_value());   // BCM57414, P4: not driven
+    CHECK_FALSE(abi::generation_of(0x1806).has_value());   // a VF's PCI ID is no chip number
 }

@@ -44,14 +44,14 @@ TEST_CASE("discovery finds mlx5 and bnxt functions with their groups and drivers
     CHECK(mlx5.driver_override.empty());   // "(null)" reads as unset
     CHECK(mlx5.net_interfaces == std::vector<std::string>{"enp59s0f0"});
     REQUIRE(mlx5.known != nullptr);
-    CHECK(mlx5.known->family == "mlx5");
+    CHECK(mlx5.known->family == rig::abi::pci::family::mlx5);
     CHECK(mlx5.known->name == "ConnectX-5");
 
     CHECK(bnxt.bdf == "0000:5e:00.0");
     CHECK(bnxt.driver == "bnxt_en");
     CHECK(bnxt.iommu_group == 30u);
     REQUIRE(bnxt.known != nullptr);
-    CHECK(bnxt.known->family == "bnxt");
+    CHECK(bnxt.known->family == rig::abi::pci::family::bnxt);
     CHECK(bnxt.known->name == "BCM57508");
 
     CHECK(edu.known == nullptr);
@@ -112,28 +112,38 @@ TEST_CASE("PCI addresses are checked", "[vfio][sysfs]") {
     CHECK_FALSE(is_pci_address("000g:3b:00.0"));
 }
 
-TEST_CASE("the known-device tables hold the reference's IDs", "[vfio][sysfs]") {
-    // reference/mlx5.md §5
-    for (unsigned id : {0x1013, 0x1015, 0x1017, 0x1019, 0x101b, 0x101d, 0x101f, 0x1021, 0x1023}) {
-        const known_device* k = find_known(mellanox_vendor, static_cast<std::uint16_t>(id));
-        REQUIRE(k != nullptr);
-        CHECK(k->family == "mlx5");
-        CHECK_FALSE(k->vf);
-    }
-    for (unsigned id : {0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e}) {
-        REQUIRE(find_known(mellanox_vendor, static_cast<std::uint16_t>(id)) != nullptr);
-        CHECK(find_known(mellanox_vendor, static_cast<std::uint16_t>(id))->vf);
-    }
-    // reference/bnxt.md §4: Thor P5 and P7
-    for (unsigned id : {0x1750, 0x1751, 0x1752, 0x1760, 0x1761, 0x1762, 0x1763, 0xd818}) {
-        const known_device* k = find_known(broadcom_vendor, static_cast<std::uint16_t>(id));
-        REQUIRE(k != nullptr);
-        CHECK(k->family == "bnxt");
-    }
-    CHECK(find_known(broadcom_vendor, 0x1806)->vf);
-    CHECK(find_known(broadcom_vendor, 0x1819)->vf);
-    // P4 (BCM57414) is not Thor; another vendor's 0x1017 is not a ConnectX-5
-    CHECK(find_known(broadcom_vendor, 0x16d7) == nullptr);
-    CHECK(find_known(0x8086, 0x1017) == nullptr);
-    CHECK(known_devices().size() > 30);
+TEST_CASE("discovery knows the functions of abi/pci_ids.hpp's list, and only those", "[vfio][sysfs]") {
+    namespace pci = rig::abi::pci;
+    sysfs_fixture fx;
+    fx.add_function({"0000:3b:00.0", "0x15b3", "0x101d", "0x020000", "", 17, {}, ""});
+    fx.add_function({"0000:3b:00.2", "0x15b3", "0x101e", "0x020000", "", 17, {}, ""});
+    fx.add_function({"0000:5e:00.0", "0x14e4", "0x1760", "0x020000", "", 30, {}, ""});
+    fx.add_function({"0000:5e:00.1", "0x14e4", "0xd818", "0x020000", "", 30, {}, ""});   // not in 6.12's bnxt_pci_tbl
+    fx.add_function({"0000:5e:00.2", "0x14e4", "0x16d7", "0x020000", "", 30, {}, ""});   // BCM57414, P4: not Thor
+    fx.add_function({"0000:00:19.0", "0x8086", "0x1017", "0x020000", "", 5, {}, ""});    // another vendor's 0x1017
+    const sysfs sys(fx.sys().string());
+    auto all = sys.functions();
+    REQUIRE(all);
+    REQUIRE(all->size() == 6);
+    const auto known = [&](std::string_view bdf) {
+        for (const pci_function& f : *all) {
+            if (f.bdf == bdf) {
+                return f.known;
+            }
+        }
+        FAIL("no function " << bdf);
+        return static_cast<const known_device*>(nullptr);
+    };
+    CHECK(known("0000:3b:00.0") == &pci::connectx6dx);
+    REQUIRE(known("0000:3b:00.2") != nullptr);
+    CHECK(known("0000:3b:00.2")->vf);
+    REQUIRE(known("0000:5e:00.0") != nullptr);
+    CHECK(known("0000:5e:00.0")->name == "BCM57608");
+    CHECK(known("0000:5e:00.0")->family == pci::family::bnxt);
+    CHECK(known("0000:5e:00.1") == nullptr);
+    CHECK(known("0000:5e:00.2") == nullptr);
+    CHECK(known("0000:00:19.0") == nullptr);
+    auto rig = sys.rig_functions();
+    REQUIRE(rig);
+    CHECK(rig->size() == 3);
 }
