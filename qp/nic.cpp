@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -10,6 +11,8 @@
 #include "qp/mlx5/qp_state.hpp"  // first: see its comment
 #include "abi/bits.hpp"
 #include "abi/mlx5/doorbell.hpp"
+#include "abi/pci_ids.hpp"
+#include "driver/identify.hpp"
 
 namespace rig {
 
@@ -24,6 +27,25 @@ bool firmware_gone(const fw::error& e) {
     return e.kind == fw::error_kind::timeout || e.kind == fw::error_kind::fatal;
 }
 
+
+// The family by the function's PCI IDs, before any family's bring-up touches it: a function of
+// no family Rig drives, or of one not driven yet, is refused at once (driver/identify.hpp).
+result<void> pick_family(driver::function& f) {
+    auto id = driver::identify(f);
+    if (!id) {
+        return std::unexpected(os_error("nic::open", id.error()));
+    }
+    const abi::pci::device_id& d = **id;
+    if (d.family != abi::pci::family::mlx5) {
+        char ids[16];
+        std::snprintf(ids, sizeof ids, "%04x:%04x", d.vendor, d.device);
+        return std::unexpected(error{"nic::open: " + std::string(f.name()) + ": " + ids + " (" + std::string(d.name) +
+                                         ") is a " + std::string(abi::pci::to_string(d.family)) +
+                                         " function: bnxt is not driven yet",
+                                     error_kind::os, std::nullopt, std::nullopt, std::nullopt, false});
+    }
+    return {};
+}
 
 }  // namespace
 
@@ -43,6 +65,9 @@ result<void> nic::start(std::string_view where, const nic_options& options) {
         return std::unexpected(os_error("nic::open", fn.error()));
     }
     _fn = std::move(*fn);
+    if (auto r = pick_family(*_fn); !r) {
+        return std::unexpected(std::move(r.error()));
+    }
     fw::hca_options hca_options = options.hca;
     hca_options.qp_event = [this, user = options.hca.qp_event](std::uint32_t qpn, std::uint8_t type) {
         on_qp_event(qpn, type);

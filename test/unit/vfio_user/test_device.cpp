@@ -19,8 +19,8 @@ std::uint32_t get32(const std::byte* p) {
 }
 }  // namespace
 
-test_device::test_device() : _bar0(bar0_size) {
-    put32(_config.data(), vendor_id | (std::uint32_t{device_id} << 16));
+test_device::test_device(std::uint16_t pci_vendor, std::uint16_t pci_device) : _bar0(bar0_size) {
+    put32(_config.data(), pci_vendor | (std::uint32_t{pci_device} << 16));
     put32(_config.data() + 8, 0x02000001);   // class 0x020000 (Ethernet), revision 1
     put32(_regs.data() + reg::id, reg::id_value);
 }

@@ -1,7 +1,8 @@
 #pragma once
 // A small PCI function for the vfio-user tests, served by sim/vfio_user.
 //
-// Config space: 4 KiB, vendor 0x1234 device 0xbeef, class 0x020000; the command register (0x04)
+// Config space: 4 KiB, vendor 0x1234 device 0xbeef unless constructed with others (a test of
+// rig::nic::open's choice of family serves 8086:1572 or 14e4:1750), class 0x020000; the command register (0x04)
 // and a scratch dword (0x40) are writable, the rest reads as written here.
 // BAR0: 16 KiB. Page 0 is trapped registers (below); pages 1-3 are shared through a memfd, as
 // two sparse areas [0x1000, 0x2000) and [0x2000, 0x4000).
@@ -42,7 +43,7 @@ inline constexpr std::uint64_t bar0_size = 16 * 1024;
 
 class test_device final : public sim::vfio_user::device {
 public:
-    test_device();
+    explicit test_device(std::uint16_t pci_vendor = vendor_id, std::uint16_t pci_device = device_id);
     void attach(sim::vfio_user::server& s) { _server = &s; }
 
     sim::vfio_user::region_desc region(unsigned index) override;
