@@ -64,8 +64,8 @@ result<const pci::device_id*> identify(function& f) {
     const std::string ids = hex4(*vendor) + ":" + hex4(*device);
     if (*vendor == 0xffff) {
         // a read no function completes returns all ones (Linux: PCI_POSSIBLE_ERROR, include/linux/pci.h)
-        return std::unexpected(error{std::string(f.name()) + ": its PCI IDs read " + ids +
-                                         ": no function answers (removed, or in reset)",
+        return std::unexpected(error{std::string(f.name()) + ": reads all ones (PCI IDs " + ids +
+                                         "): no function answers (removed, dead, or in reset)",
                                      ENODEV});
     }
     const pci::device_id* known = pci::find(*vendor, *device);
