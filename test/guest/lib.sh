@@ -23,7 +23,8 @@
 #   kernel_version          "VERSION ARCH" of $kdir
 #   module_order            the modules of $kdir in load order, each followed by a space
 #   find_busybox            a static busybox (package busybox-static), or fails; sets busybox
-#   initramfs_base ROOT INIT  ROOT/bin/busybox, ROOT/init (INIT) and $kdir's modules in ROOT/mods
+#   initramfs_base ROOT INIT  ROOT/bin/busybox, ROOT/init (INIT), ROOT/guest-lib.sh (what the
+#                           /init scripts share) and $kdir's modules in ROOT/mods
 #   initramfs_add_program ROOT DIR PROG  PROG into ROOT/DIR and its shared libraries (ldd) and
 #                           dynamic loader at the host's paths under ROOT, all stripped; fails if
 #                           ldd fails or a library is not found
@@ -114,6 +115,7 @@ initramfs_base() {   # $1 root, $2 the guest's /init
   cp "$busybox" "$1/bin/busybox"
   cp "$2" "$1/init"
   chmod 755 "$1/init"
+  cp "$(dirname "${BASH_SOURCE[0]}")/guest-lib.sh" "$1/guest-lib.sh"
   cp "$kdir"/mods/*.ko "$kdir/mods/order" "$1/mods/"
 }
 # The guest has no libc: a program's libraries (ldd) and the dynamic loader go in at the paths
