@@ -109,6 +109,19 @@ inline std::string hex(std::uint64_t v) {
     return "0x" + s;
 }
 
+// "00ff1a...": lowercase hex of every byte, no separators (command traces, rig-info --commands).
+inline std::string hex_bytes(std::span<const std::byte> bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(bytes.size() * 2);
+    for (const std::byte b : bytes) {
+        const auto v = std::to_integer<unsigned>(b);
+        s += digits[v >> 4];
+        s += digits[v & 0xf];
+    }
+    return s;
+}
+
 namespace detail {
 [[noreturn]] inline void field_outside(field f, std::size_t size) {
     throw std::invalid_argument("field at bit " + hex(f.off) + " (" + std::to_string(f.bits) +

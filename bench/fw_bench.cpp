@@ -3,7 +3,11 @@
 // teardown time, medians of N; then commands per second for cheap commands: NOP (16 bytes in
 // and out, no mailbox), QUERY_QP of a live RC QP (the figure: 0x188 bytes out, one
 // output mailbox block) and QUERY_HCA_CAP (4 KiB out: 8 output mailbox blocks), in polling
-// mode and in event mode (CMD EQE + MSI-X eventfd). Prints figures, asserts nothing.
+// mode and in event mode (CMD EQE + MSI-X eventfd). Then the same for bnxt beside it (the
+// BCM57508 model, firmware/bnxt): bring-up to READY (HWRM, VER_GET .. the CREQ) and teardown,
+// and HWRM requests per second for cheap requests: VER_GET (24 bytes in, 176 out) and
+// FUNC_QCAPS (24 in, 144 out), polling the response (HWRM has no event mode before an async
+// completion ring). Prints figures, asserts nothing.
 //
 //   meson compile -C build bench-fw   (or: build/bench/fw-bench [bring-ups] [seconds per figure])
 #include <algorithm>
@@ -21,9 +25,12 @@
 #include "abi/bits.hpp"
 #include "abi/mlx5/ifc.hpp"
 #include "driver/function.hpp"
+#include "abi/bnxt/hwrm.hpp"
+#include "firmware/bnxt/device.hpp"
 #include "firmware/mlx5/events.hpp"
 #include "firmware/mlx5/hca.hpp"
 #include "firmware/mlx5/objects.hpp"
+#include "sim/bnxt/function_model.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/server.hpp"
 
@@ -72,6 +79,73 @@ double rate(fw::command_queue& q, const std::vector<std::byte>& in, std::size_t 
         }
     }
     return static_cast<double>(n) / std::chrono::duration<double>(clk::now() - start).count();
+}
+
+// One HWRM request, back to back, for `seconds`: requests per second.
+template <class Out, class In>
+double hwrm_rate(rig::firmware::bnxt::hwrm_channel& ch, const In& in, double seconds) {
+    const auto start = clk::now();
+    const auto stop = start + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(seconds));
+    std::uint64_t n = 0;
+    while (clk::now() < stop) {
+        for (int i = 0; i < 64; ++i, ++n) {
+            if (auto r = ch.send<Out>(in, clk::now() + std::chrono::seconds(5)); !r) {
+                die(r.error().message);
+            }
+        }
+    }
+    return static_cast<double>(n) / std::chrono::duration<double>(clk::now() - start).count();
+}
+
+// bnxt beside mlx5: the BCM57508 model served the same way.
+void bnxt_figures(const std::string& dir, int bring_ups, double seconds) {
+    namespace bfw = rig::firmware::bnxt;
+    namespace babi = rig::bnxt::abi;
+    const std::string sock = dir + "/bnxt.sock";
+    rig::sim::bnxt::function_model model;
+    auto srv = rig::sim::vfio_user::server::create(sock, model);
+    if (!srv) {
+        die("serving the bnxt model: " + srv.error());
+    }
+    model.attach(**srv);
+    (*srv)->start();
+    auto fn = rig::driver::open("vfio-user:" + sock);
+    if (!fn) {
+        die(fn.error().message);
+    }
+    std::printf("bnxt firmware path (HWRM), BCM57508 model in this process over vfio-user\n");
+    bfw::device_options o;  // a 64 K-entry CREQ, as bnxt_re
+    std::vector<double> up_ms, down_ms;
+    for (int i = 0; i < bring_ups; ++i) {
+        const auto t0 = clk::now();
+        auto dev = bfw::device::bring_up(**fn, o);
+        const auto t1 = clk::now();
+        if (!dev) {
+            die(dev.error().message);
+        }
+        if (auto r = (*dev)->teardown(); !r) {
+            die(r.error().message);
+        }
+        up_ms.push_back(ms(t1 - t0));
+        down_ms.push_back(ms(clk::now() - t1));
+    }
+    std::printf("  %-12s bring-up to READY  median %8.3f ms   teardown median %8.3f ms\n", "polling", median(up_ms),
+                median(down_ms));
+    auto dev = bfw::device::bring_up(**fn, o);
+    if (!dev) {
+        die(dev.error().message);
+    }
+    auto& ch = (*dev)->hwrm();
+    const double ver = hwrm_rate<babi::hwrm_ver_get_output>(ch, babi::hwrm_ver_get_input{}, seconds);
+    const double caps = hwrm_rate<babi::hwrm_func_qcaps_output>(ch, babi::hwrm_func_qcaps_input{}, seconds);
+    std::printf("  %-12s VER_GET %8.0f/s (%6.2f us)  FUNC_QCAPS %8.0f/s (%6.2f us)\n", "polling", ver, 1e6 / ver,
+                caps, 1e6 / caps);
+    if (auto r = (*dev)->teardown(); !r) {
+        die(r.error().message);
+    }
+    dev->reset();
+    (*fn)->release();
+    (*srv)->stop();
 }
 
 }  // namespace
@@ -165,6 +239,7 @@ int main(int argc, char** argv) {
     }
     (*fn)->release();
     (*srv)->stop();
+    bnxt_figures(dir, bring_ups, seconds);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     return 0;

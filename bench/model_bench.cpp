@@ -354,9 +354,9 @@ void throughput(served& m, const options& o) {
         const auto wire_after = counters_of(m);
         const double bw = r.messages_per_s * block;
         const double mc = memcpy_rate(p.ra, block, o.seconds) * block;
-        // the path MTU connect chose (qpc mtu code k: 128 << k bytes)
+        // the path MTU connect chose
         const auto q = p.qa.query();
-        const unsigned mtu = q ? 128u << static_cast<unsigned>(q->mtu) : 0u;
+        const unsigned mtu = q ? q->path_mtu : 0u;
         std::printf("(b) 64 KiB RDMA WRITE, path MTU %u: %.2f GB/s; single-core memcpy of 64 KiB blocks: %.2f GB/s; "
                     "ratio %.0f %%\n", mtu, bw / 1e9, mc / 1e9, 100 * bw / mc);
         const double model_cpu = print_cpu(before, after, r.wall);

@@ -2,6 +2,8 @@
 // written over rdma-core's mlx5dv.h helpers (bench/mlx5dv_post_loop.c):
 //  - per posted 64-byte RDMA WRITE: encode + doorbell record + 64-bit doorbell write to a plain
 //    memory page standing in for the UAR, one entry per doorbell and 32 per doorbell;
+//  - the same entries through the public API (rig::queue_pair::post_write + ring): the misuse
+//    checks and the dispatch to the family's data path on top of the queue's own post;
 //  - per completion: polling synthesized CQEs (owner bit, barrier, decode, set_ci), and the whole
 //    way to the entry's result (CQ poll, send queue completion, ring take).
 // Printed, never asserted. The target: post cost within 1.5x of the helper loop.
@@ -15,8 +17,11 @@
 #include <cstring>
 #include <vector>
 
+#include "qp/state.hpp"  // first: see qp/mlx5/data_path.hpp
 #include "qp/mlx5/completion_queue.hpp"
 #include "qp/mlx5/send_queue.hpp"
+#include "qp/qp.hpp"
+#include "qp/region.hpp"
 
 extern "C" void mlx5dv_post_loop(void* ring, std::uint32_t ring_mask, std::uint64_t first,
                                  std::uint64_t n, std::uint32_t batch, std::uint32_t qpn,
@@ -25,6 +30,14 @@ extern "C" void mlx5dv_post_loop(void* ring, std::uint32_t ring_mask, std::uint6
                                  std::uint32_t* bf_offset, std::uint32_t bf_half);
 extern "C" std::uint64_t mlx5dv_poll_loop(void* cq_ring, std::uint32_t log_size, std::uint32_t* ci,
                                           std::uint64_t n, void* dbrec);
+
+// A queue pair and a region over plain memory, without a NIC (the post path never reaches it).
+namespace rig::detail {
+struct bench_access {
+    static queue_pair make_qp(nic* n, qp_state* s) { return queue_pair(n, s); }
+    static region make_region(nic* n, region_state* s) { return region(n, s); }
+};
+}  // namespace rig::detail
 
 namespace {
 
@@ -96,6 +109,25 @@ double ns(clock_type::duration d) { return std::chrono::duration<double, std::na
                 },
                 [&](std::uint32_t b) { return ((first + b) & 63) == 63; });
             sq.ring();
+        }
+        rounds.push_back(ns(clock_type::now() - t0) / ring_entries);
+        drain(sq);
+    }
+}
+
+// The public API's post: queue_pair::post_write (misuse checks, the family's data path) + ring.
+[[gnu::noinline]] void api_post(rig::queue_pair& q, send_queue& sq, const rig::region& r,
+                                std::uint64_t n, std::uint32_t batch, std::vector<double>& rounds) {
+    const std::uint32_t rkey = rt_rkey;
+    const std::uint64_t rbase = rt_rbase;
+    for (std::uint64_t done = 0; done < n; done += ring_entries) {
+        const auto t0 = clock_type::now();
+        for (std::uint32_t i = 0; i < ring_entries;) {
+            for (std::uint32_t b = 0; b < batch; ++b, ++i) {
+                const std::size_t off = (sq.posted() & 0xff) << 6;
+                q.post_write(r, off, 64, rig::remote{rbase + off, rkey});
+            }
+            q.ring(rig::side::send);
         }
         rounds.push_back(ns(clock_type::now() - t0) / ring_entries);
         drain(sq);
@@ -181,7 +213,34 @@ int main(int argc, char** argv) {
     std::byte* h_uar = page(4096);
     std::uint64_t h_next = 0;
 
-    std::vector<double> ours1, ours32, ours32b, theirs1, theirs32;
+    // the public API's: a connected queue pair's state over its own rings, a registered region
+    std::byte* api_ring = page(ring_entries * 64);
+    std::byte* api_dbr = page(64);
+    std::byte* api_rq = page(ring_entries * 32);
+    std::byte* api_scq = page(ring_entries * 64);
+    std::byte* api_rcq = page(ring_entries * 64);
+    std::byte* api_cq_dbr = page(64);
+    rig::detail::qp_state api_state;
+    auto& api_path = api_state.path.emplace<rig::qp::mlx5::data_path>(rig::qp::mlx5::data_path_memory{
+        .send = {{api_ring, ring_entries * 64}, {api_dbr, 8}, uar + abi::uar::bf_offset, 256},
+        .receive = {{api_rq, ring_entries * 32}, 32, {api_dbr, 8}},
+        .send_cq = {{api_scq, ring_entries * 64}, {api_cq_dbr, 8}, uar},
+        .receive_cq = {{api_rcq, ring_entries * 64}, {api_cq_dbr + 8, 8}, uar},
+        .qpn = rt_qpn,
+        .send_cqn = 1,
+        .receive_cqn = 2});
+    send_queue& api_sq = api_path.sq;
+    api_state.connected = true;
+    rig::detail::region_state api_region_state;
+    api_region_state.iova = rt_lbase;
+    api_region_state.bytes = 1 << 20;
+    api_region_state.registered = true;
+    alignas(8) static std::byte no_nic;   // never reached by the post path: only compared
+    auto* const fake_nic = reinterpret_cast<rig::nic*>(&no_nic);
+    rig::queue_pair api_qp = rig::detail::bench_access::make_qp(fake_nic, &api_state);
+    const rig::region api_region = rig::detail::bench_access::make_region(fake_nic, &api_region_state);
+
+    std::vector<double> ours1, ours32, ours32b, theirs1, theirs32, api1, api32;
     bool same = false;
     for (int r = 0; r < reps; ++r) {   // interleaved: all see the same machine
         helper_post(h_ring, h_dbr, h_uar + 0x800, n, 1, h_next, theirs1);
@@ -193,6 +252,8 @@ int main(int argc, char** argv) {
                    std::memcmp(sq_dbr + 4, h_dbr + 4, 4) == 0;
         }
         rig_post_batch(sq, n, 32, ours32b);   // after the check: it moves our entry numbers on
+        api_post(api_qp, api_sq, api_region, n, 1, api1);
+        api_post(api_qp, api_sq, api_region, n, 32, api32);
     }
 
     std::printf("bench-post: 64-byte RDMA WRITE, encode + doorbell record + doorbell write to a "
@@ -206,6 +267,8 @@ int main(int argc, char** argv) {
     row("1 entry per doorbell", median(ours1), median(theirs1));
     row("32 entries per doorbell", median(ours32), median(theirs32));
     row("32 per doorbell, post_batch", median(ours32b), median(theirs32));
+    row("1 per doorbell, queue_pair", median(api1), median(theirs1));
+    row("32 per doorbell, queue_pair", median(api32), median(theirs32));
     std::printf("  rings and doorbell records byte-identical: %s\n", same ? "yes" : "NO");
 
     // ---- polling ------------------------------------------------------------------------
@@ -249,7 +312,7 @@ int main(int argc, char** argv) {
     std::printf("  %-28s rig %6.2f ns/completion (CQ poll + send queue + result taken)\n",
                 "poll to the entry's result", median(poll_full));
     std::printf("  (checksum %llu)\n", static_cast<unsigned long long>(sink));
-    for (std::byte* p : {sq_ring, sq_dbr, uar, h_ring, h_dbr, h_uar, cq_ring, cq_dbr, h_cq, h_cq_dbr}) {
+    for (std::byte* p : {api_ring, api_dbr, api_rq, api_scq, api_rcq, api_cq_dbr, sq_ring, sq_dbr, uar, h_ring, h_dbr, h_uar, cq_ring, cq_dbr, h_cq, h_cq_dbr}) {
         std::free(p);
     }
     return same ? 0 : 1;

@@ -4,6 +4,15 @@
 
 namespace rig::driver {
 
+std::string_view to_string(caching c) noexcept {
+    switch (c) {
+    case caching::uncached: return "uncached";
+    case caching::write_combining: return "write-combining";
+    case caching::write_back: return "write-back";
+    }
+    return "unknown";
+}
+
 result<std::uint16_t> function::config_read16(std::uint32_t offset) {
     std::array<std::byte, 2> b{};
     if (auto r = config_read(offset, b); !r) {

@@ -44,7 +44,17 @@ struct region_info {
     std::vector<area> mappable;   // empty: the region can only be read and written by call
 };
 
-enum class caching { uncached, write_combining };
+// The memory type of a BAR mapping: what map_bar asks for, and what a mapping really has.
+enum class caching {
+    uncached,          // device memory, each access sent alone and in order (x86 UC, arm64
+                       // Device-nGnRnE): kernel VFIO's every BAR mapping
+    write_combining,   // device memory whose stores may merge in a CPU buffer until
+                       // mmio_flush (x86 WC, arm64 Normal-NC): what rdma-core maps
+                       // BlueFlame/UAR pages as; no back end Rig has gives it today
+    write_back,        // ordinary cached memory: a vfio-user server's shared pages (the model
+                       // polls them), whatever was asked
+};
+std::string_view to_string(caching c) noexcept;   // function.cpp
 
 // A BAR mapped into this process. The region's whole size is reserved; its mappable areas are
 // mapped at their own offsets from `base`, the rest is inaccessible (a stray access faults
@@ -55,7 +65,7 @@ struct bar_mapping {
     std::byte* base = nullptr;
     std::uint64_t size = 0;
     std::vector<area> mapped;
-    caching mode = caching::uncached;
+    caching mode = caching::uncached;   // what the mapping really is, not what was asked
 
     // true when [offset, offset + bytes) lies inside one mapped area
     bool covers(std::uint64_t offset, std::uint64_t bytes) const noexcept {
@@ -100,9 +110,16 @@ public:
     virtual result<void> region_read(region index, std::uint64_t offset, std::span<std::byte> out) = 0;
     virtual result<void> region_write(region index, std::uint64_t offset,
                                       std::span<const std::byte> in) = 0;
-    // Maps the mappable areas of a BAR. The mapping stays valid until release(); mapping the
-    // same BAR again returns the same mapping. write_combining is honoured where the back end
-    // can (the kernel's vfio-pci maps BARs uncached; see docs/hardware.md).
+    // Maps the mappable areas of a BAR. The mapping stays valid until release(); asking again
+    // for the same BAR and caching returns the same mapping. Each back end gives what it can
+    // and the mapping's `mode` says what that is:
+    //  - kernel VFIO: uncached, whatever is asked: vfio-pci maps every BAR with
+    //    pgprot_noncached (Linux 6.12 vfio_pci_core.c vfio_pci_core_mmap) and <linux/vfio.h>
+    //    has no region flag or device feature asking otherwise; a write_combining request gets
+    //    the uncached mapping;
+    //  - vfio-user: write_back (the server's shared memory file is ordinary memory); a
+    //    write_combining request gets a second mapping of the same pages, apart from the one
+    //    bring-up's uncached request made, as a card's WC UAR mapping would be.
     virtual result<bar_mapping> map_bar(region index, caching mode) = 0;
 
     // ---- DMA: the device reaches `memory` at the returned IOVA ----

@@ -1,5 +1,8 @@
-// nic: open (PCI layer + firmware bring-up + UAR + PD), make_qp, connect, destroy, close.
+// nic: open (PCI layer, the family by PCI IDs, the family's control plane), make_qp, connect,
+// destroy, close; the events' way from the family's event thread to the waiters.
 #include "qp/nic.hpp"
+
+#include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 
 #include <algorithm>
 #include <bit>
@@ -8,46 +11,54 @@
 #include <string>
 #include <utility>
 
-#include "qp/mlx5/qp_state.hpp"  // first: see its comment
 #include "abi/bits.hpp"
-#include "abi/mlx5/doorbell.hpp"
 #include "abi/pci_ids.hpp"
 #include "driver/identify.hpp"
+#include "qp/control.hpp"
+#include "qp/mlx5/control.hpp"
 
 namespace rig {
 
-namespace fw = firmware::mlx5;
-namespace mabi = ::rig::mlx5::abi;
-
 namespace {
 
-// After a timeout or a fatal error the firmware may still name the memory of what the command
-// was about (objects.hpp detail::firmware_may_hold); a status or delivery refusal changed nothing.
-bool firmware_gone(const fw::error& e) {
-    return e.kind == fw::error_kind::timeout || e.kind == fw::error_kind::fatal;
-}
-
+// The control plane of each family Rig drives, by abi::pci::family; null: not driven yet.
+struct family_entry {
+    abi::pci::family family;
+    detail::control_factory open;
+};
+constexpr family_entry families[] = {
+    {abi::pci::family::mlx5, &qp::mlx5::control::open},
+    {abi::pci::family::bnxt, nullptr},  // qp/bnxt's control plane plugs in here
+};
 
 // The family by the function's PCI IDs, before any family's bring-up touches it: a function of
 // no family Rig drives, or of one not driven yet, is refused at once (driver/identify.hpp).
-result<void> pick_family(driver::function& f) {
+result<detail::control_factory> pick_family(driver::function& f) {
     auto id = driver::identify(f);
     if (!id) {
-        return std::unexpected(os_error("nic::open", id.error()));
+        return std::unexpected(detail::os_error("nic::open", id.error()));
     }
     const abi::pci::device_id& d = **id;
-    if (d.family != abi::pci::family::mlx5) {
-        char ids[16];
-        std::snprintf(ids, sizeof ids, "%04x:%04x", d.vendor, d.device);
-        return std::unexpected(error{"nic::open: " + std::string(f.name()) + ": " + ids + " (" + std::string(d.name) +
-                                         ") is a " + std::string(abi::pci::to_string(d.family)) +
-                                         " function: bnxt is not driven yet",
-                                     error_kind::os, std::nullopt, std::nullopt, std::nullopt, false});
+    for (const family_entry& e : families) {
+        if (e.family == d.family && e.open != nullptr) {
+            return e.open;
+        }
     }
-    return {};
+    char ids[16];
+    std::snprintf(ids, sizeof ids, "%04x:%04x", d.vendor, d.device);
+    const std::string family(abi::pci::to_string(d.family));
+    return std::unexpected(plain_error(error_kind::os, "nic::open: " + std::string(f.name()) + ": " + ids + " (" +
+                                                           std::string(d.name) + ") is a " + family + " function: " +
+                                                           family + " is not driven yet"));
 }
 
 }  // namespace
+
+namespace detail {
+void no_data_path() { throw std::logic_error("queue pair without a data path"); }
+}  // namespace detail
+
+nic::nic() = default;
 
 result<std::unique_ptr<nic>> nic::open(std::string_view where, const nic_options& options) {
     std::unique_ptr<nic> n(new nic());
@@ -62,103 +73,42 @@ result<void> nic::start(std::string_view where, const nic_options& options) {
     _random.seed(std::random_device{}());
     auto fn = driver::open(where, options.open);
     if (!fn) {
-        return std::unexpected(os_error("nic::open", fn.error()));
+        return std::unexpected(detail::os_error("nic::open", fn.error()));
     }
     _fn = std::move(*fn);
-    if (auto r = pick_family(*_fn); !r) {
-        return std::unexpected(std::move(r.error()));
+    auto factory = pick_family(*_fn);
+    if (!factory) {
+        return std::unexpected(std::move(factory.error()));
     }
-    fw::hca_options hca_options = options.hca;
-    hca_options.qp_event = [this, user = options.hca.qp_event](std::uint32_t qpn, std::uint8_t type) {
-        on_qp_event(qpn, type);
-        if (user) {
-            user(qpn, type);
-        }
+    detail::family_events events{
+        .qp_failure = [this](std::uint32_t qpn, std::uint8_t code) { on_qp_failure(qpn, code); },
+        .completion = [this](std::uint32_t cqn) { on_completion(cqn); },
+        .fatal = [this] { on_fatal(); },
     };
-    // the user's hook first: it has seen the event by the time a waiter wakes
-    hca_options.completion = [this, user = options.hca.completion](std::uint32_t cqn) {
-        if (user) {
-            user(cqn);
-        }
-        on_completion(cqn);
-    };
-    hca_options.fatal = [this, user = options.hca.fatal](const fw::error& e) {
-        _machine_failed.store(true, std::memory_order_relaxed);
-        {
-            std::lock_guard w(_wake_lock);
-        }
-        _wake.notify_all();
-        if (user) {
-            user(e);
-        }
-    };
-    auto up = fw::hca::bring_up(*_fn, hca_options);
-    if (!up) {
-        return std::unexpected(firmware_error("nic::open " + std::string(where), up.error()));
+    auto control = (*factory)(*_fn, where, options, std::move(events));
+    if (!control) {
+        return std::unexpected(std::move(control.error()));
     }
-    _hca = std::move(*up);
-    const auto fail = [&](error e) -> result<void> {
-        static_cast<void>(close());
-        return std::unexpected(std::move(e));
-    };
-    if (_hca->gids().empty() || _hca->event_queue() == nullptr) {
-        return fail(error{"nic::open " + std::string(where) + ": no GID 0 or no event queue after bring-up",
-                          error_kind::firmware, std::nullopt, std::nullopt, std::nullopt, false});
-    }
-    const auto mac = _hca->mac();
-    for (std::size_t i = 0; i < mac.size(); ++i) {
-        _mac[i] = std::byte{mac[i]};
-    }
-    const auto gid = _hca->gids().front().gid;
-    for (std::size_t i = 0; i < gid.size(); ++i) {
-        _gid[i] = std::byte{gid[i]};
-    }
-    _path_mtu = 128u << static_cast<unsigned>(_hca->path_mtu());  // qpc mtu 1..5: 256..4096 bytes
-    const fw::hca_caps& caps = _hca->caps();
-    _log_ring = std::min({options.log_ring_entries, caps.log_max_qp_sz, caps.log_max_cq_sz});
-    // The queue pairs' doorbell page: BAR0 page `uar`, mapped write-combining like rdma-core's
-    // BlueFlame pages (§4.1).
-    auto bar = _fn->map_bar(driver::region::bar0, driver::caching::write_combining);
-    if (!bar) {
-        return fail(os_error("nic::open: mapping BAR0", bar.error()));
-    }
-    _bar0 = std::move(*bar);
-    auto uar = fw::alloc_uar(commands(), by());
-    if (!uar) {
-        note(uar.error());
-        return fail(firmware_error("nic::open", uar.error()));
-    }
-    _uar = *uar;
-    if (!_bar0.covers(std::uint64_t{*_uar} * mabi::uar_page_size, mabi::uar_page_size)) {
-        return fail(error{"nic::open: UAR page " + std::to_string(*_uar) + " is not in a mapped area of BAR0",
-                          error_kind::os, std::nullopt, std::nullopt, std::nullopt, false});
-    }
-    auto pd = fw::alloc_pd(commands(), by());
-    if (!pd) {
-        note(pd.error());
-        return fail(firmware_error("nic::open", pd.error()));
-    }
-    _pd = *pd;
+    _control = std::move(*control);
+    _mac = _control->mac();
+    _gid = _control->gid();
+    _path_mtu = _control->path_mtu();
+    _log_ring = std::min(options.log_ring_entries, _control->log_max_ring());
     return {};
 }
 
 nic::~nic() {
     static_cast<void>(close());
-    _hca.reset();  // its event thread (which calls into this object) ends before the rest goes
+    _control.reset();  // its event thread (which calls into this object) ends before the rest goes
 }
 
-void nic::on_qp_event(std::uint32_t qpn, std::uint8_t event_type) {
-    namespace ifc = ::rig::mlx5::ifc;
-    using t = ifc::event_type;
-    const auto type = static_cast<t>(event_type);
-    if (type != t::wq_catas_error && type != t::wq_inval_req_error && type != t::wq_access_error &&
-        type != t::path_mig_failed) {
-        return;  // PATH_MIG, COMM_EST, SQ_DRAINED: not failures
-    }
+// ---- events (the family's event thread) -------------------------------------------------------
+
+void nic::on_qp_failure(std::uint32_t qpn, std::uint8_t code) {
     {
         std::lock_guard g(_event_lock);
         if (auto it = _by_qpn.find(qpn); it != _by_qpn.end()) {
-            it->second->nic_event.store(event_type, std::memory_order_relaxed);
+            it->second->nic_event.store(code, std::memory_order_relaxed);
         }
     }
     {
@@ -183,6 +133,14 @@ void nic::on_completion(std::uint32_t cqn) {
     _wake.notify_all();
 }
 
+void nic::on_fatal() {
+    _machine_failed.store(true, std::memory_order_relaxed);
+    {
+        std::lock_guard w(_wake_lock);
+    }
+    _wake.notify_all();
+}
+
 void nic::sleep_until_event(const std::atomic<std::uint32_t>& events, std::uint32_t seen,
                             std::chrono::nanoseconds bound) {
     std::unique_lock w(_wake_lock);
@@ -191,19 +149,9 @@ void nic::sleep_until_event(const std::atomic<std::uint32_t>& events, std::uint3
     });
 }
 
+// ---- the NIC ----------------------------------------------------------------------------------
+
 std::string_view nic::name() const noexcept { return _fn ? _fn->name() : std::string_view("(closed)"); }
-
-fw::command_queue::clock::time_point nic::by() const { return fw::command_queue::clock::now() + _options.command_timeout; }
-
-fw::command_queue& nic::commands() { return _hca->commands(); }
-
-void nic::note(const fw::error& e) {
-    if (firmware_gone(e) && _hca && !_hca->failed()) {
-        // The firmware stopped answering: every later command is refused at once, and teardown
-        // completes locally, keeping what the firmware may still name (hca.hpp).
-        commands().fail(e);
-    }
-}
 
 bool nic::closed() const {
     std::lock_guard g(_lock);
@@ -228,14 +176,13 @@ std::size_t nic::regions() const {
     return k;
 }
 
-std::vector<fw::stranded_region> nic::stranded() const {
+std::vector<stranded_region> nic::stranded() const {
     std::lock_guard g(_lock);
-    if (!_hca) {
+    if (!_control) {
         return {};
     }
-    return _hca->stranded();
+    return _control->stranded();
 }
-
 
 // ---- queue pairs ----------------------------------------------------------------------------
 
@@ -245,65 +192,15 @@ result<queue_pair> nic::make_qp() {
         misuse("make_qp: the NIC is closed");
     }
     auto s = std::make_unique<detail::qp_state>();
-    fw::stranded_memory& stranded = _hca->stranded_registry();
-    const fw::cq_params cp{.log_size = _log_ring, .uar = *_uar, .eqn = _hca->event_queue()->eqn()};
-    // A refused make gives back what it took (release_qp); what a firmware that stopped
-    // answering may name is stranded by the objects themselves.
-    const auto refused = [&](const fw::error& e) -> result<queue_pair> {
-        note(e);
-        static_cast<void>(release_qp(*s));
-        return std::unexpected(firmware_error("make_qp", e));
-    };
-    auto scq = fw::cq::create(commands(), *_fn, stranded, cp, by());
-    if (!scq) {
-        return refused(scq.error());
+    if (auto r = _control->make_qp(*s, _log_ring); !r) {
+        return std::unexpected(detail::named("make_qp", std::move(r.error())));
     }
-    s->send_cq = std::move(*scq);
-    auto rcq = fw::cq::create(commands(), *_fn, stranded, cp, by());
-    if (!rcq) {
-        return refused(rcq.error());
-    }
-    s->receive_cq = std::move(*rcq);
-    const fw::qp_params qpp{.pd = *_pd,
-                            .send_cq = s->send_cq.cqn(),
-                            .receive_cq = s->receive_cq.cqn(),
-                            .uar = *_uar,
-                            .log_sq_size = _log_ring,
-                            .log_rq_size = _log_ring,
-                            // 32-byte receives: one data segment and the end-of-list segment,
-                            // or the two a 2^31-byte message takes (abi write_receive)
-                            .log_rq_stride = 1};
-    auto q = fw::qp::create(commands(), *_fn, stranded, qpp, by());
-    if (!q) {
-        return refused(q.error());
-    }
-    s->object = std::move(*q);
-
-    // The data path over the objects' memory. BlueFlame registers: bfreg k of the UAR page, two
-    // halves of bf_reg_size / 2 used in turn (rdma-core mlx5 bf->buf_size); queue pairs take the
-    // four bfregs of the page in turn.
-    std::byte* uar_page = _bar0.base + std::uint64_t{*_uar} * mabi::uar_page_size;
-    const std::uint32_t log_bf = _hca->caps().log_bf_reg_size;
-    const std::size_t k = _next_bfreg++ % mabi::uar::bfregs_per_uar;
-    const std::span<std::byte> qp_record(s->object.doorbell_record(), mabi::qp_dbr::size);
-    s->sq.emplace(qp::mlx5::send_queue_memory{s->object.send_queue(), qp_record,
-                                              uar_page + mabi::bfreg_offset(k, log_bf),
-                                              (std::size_t{1} << log_bf) / 2},
-                  s->object.qpn());
-    s->rq.emplace(qp::mlx5::receive_queue_memory{s->object.receive_queue(),
-                                                 std::size_t{16} << qpp.log_rq_stride, qp_record});
-    s->scq.emplace(qp::mlx5::completion_queue_memory{s->send_cq.entries(),
-                                                     {s->send_cq.doorbell_record(), 8}, uar_page},
-                   s->send_cq.cqn());
-    s->rcq.emplace(qp::mlx5::completion_queue_memory{s->receive_cq.entries(),
-                                                     {s->receive_cq.doorbell_record(), 8}, uar_page},
-                   s->receive_cq.cqn());
     s->psn = static_cast<std::uint32_t>(_random()) & 0xffffff;
     {
         std::lock_guard e(_event_lock);
-        _by_qpn[s->object.qpn()] = s.get();
-        _events_by_cqn[s->send_cq.cqn()] = &s->send_events;
-        _events_by_cqn[s->receive_cq.cqn()] = &s->receive_events;
+        _by_qpn[s->number] = s.get();
+        _events_by_cqn[s->send_cq] = &s->send_events;
+        _events_by_cqn[s->receive_cq] = &s->receive_events;
     }
     _qps.push_back(std::move(s));
     return queue_pair(this, _qps.back().get());
@@ -318,51 +215,34 @@ result<void> nic::connect(detail::qp_state& s, const endpoint& e, std::uint32_t 
         misuse("connect: the queue pair is destroyed");
     }
     if (s.connected) {
-        misuse("connect: queue pair " + abi::hex(s.object.qpn()) + " is already connected");
+        misuse("connect: queue pair " + abi::hex(s.number) + " is already connected");
     }
     if (e.qp > 0xffffff || e.psn > 0xffffff) {
         misuse("connect: endpoint qp " + abi::hex(e.qp) + " or psn " + abi::hex(e.psn) + " is over 24 bits");
     }
-    // qpc.mtu 1..5 is 256 << (mtu - 1) bytes (MLX5_QPC_MTU_*)
     if (path_mtu_bytes < 256 || path_mtu_bytes > _path_mtu || !std::has_single_bit(path_mtu_bytes)) {
         misuse("connect: path MTU " + std::to_string(path_mtu_bytes) + " is not one of 256, 512, 1024, 2048, 4096 up to " +
                "the NIC's " + std::to_string(_path_mtu));
     }
-    const auto mtu = static_cast<::rig::mlx5::ifc::qpc_mtu>(std::countr_zero(path_mtu_bytes) - 7);
-    fw::command_queue& q = commands();
-    const auto refused = [&](const char* step, const fw::error& err) -> result<void> {
-        note(err);
-        return std::unexpected(firmware_error(std::string("connect ") + step, err));
+    const auto refused = [&](const char* step, error err) -> result<void> {
+        return std::unexpected(detail::named(std::string("connect ") + step, std::move(err)));
     };
     if (s.dirty) {
         // A connect refused part-way left the QP in INIT or RTR: back to RESET, then from there.
-        if (auto r = s.object.to_reset(q, by()); !r) {
-            return refused("(back to RESET)", r.error());
+        if (auto r = _control->to_reset(s); !r) {
+            return refused("(back to RESET)", std::move(r.error()));
         }
         s.dirty = false;
     }
     s.dirty = true;
-    if (auto r = s.object.rst2init(q, 1, 0, {.remote_read = true, .remote_write = true}, by()); !r) {
-        return refused("(RESET to INIT)", r.error());
+    if (auto r = _control->reset_to_init(s); !r) {
+        return refused("(RESET to INIT)", std::move(r.error()));
     }
-    fw::qp_rtr_params rtr;
-    rtr.remote_qpn = e.qp;
-    rtr.next_rcv_psn = e.psn;
-    for (std::size_t i = 0; i < e.gid.size(); ++i) {
-        rtr.rgid[i] = std::to_integer<std::uint8_t>(e.gid[i]);
+    if (auto r = _control->init_to_rtr(s, e, path_mtu_bytes); !r) {
+        return refused("(INIT to RTR)", std::move(r.error()));
     }
-    for (std::size_t i = 0; i < e.mac.size(); ++i) {
-        rtr.rmac[i] = std::to_integer<std::uint8_t>(e.mac[i]);
-    }
-    rtr.gid_index = 0;
-    rtr.mtu = mtu;
-    if (auto r = s.object.init2rtr(q, rtr, by()); !r) {
-        return refused("(INIT to RTR)", r.error());
-    }
-    fw::qp_rts_params rts;  // ack timeout 14 (67 ms), retry 7, RNR retry 7: the seed's connect
-    rts.next_send_psn = s.psn;
-    if (auto r = s.object.rtr2rts(q, rts, by()); !r) {
-        return refused("(RTR to RTS)", r.error());
+    if (auto r = _control->rtr_to_rts(s); !r) {
+        return refused("(RTR to RTS)", std::move(r.error()));
     }
     s.dirty = false;
     s.connected = true;
@@ -382,51 +262,28 @@ result<void> nic::destroy(detail::qp_state& s) {
     return release_qp(s);
 }
 
-result<fw::qp_state_info> nic::query(const detail::qp_state& s) {
+result<qp_info> nic::query(const detail::qp_state& s) {
     std::lock_guard g(_lock);
     if (_closed) {
         misuse("query: the NIC is closed");
     }
-    auto r = s.object.query(commands(), by());
+    auto r = _control->query(s);
     if (!r) {
-        note(r.error());
-        return std::unexpected(firmware_error("query", r.error()));
+        return std::unexpected(detail::named("query", std::move(r.error())));
     }
     return *r;
 }
 
 result<void> nic::release_qp(detail::qp_state& s) {
-    fw::stranded_memory& stranded = _hca->stranded_registry();
     {
         std::lock_guard e(_event_lock);
-        _by_qpn.erase(s.object.qpn());
+        _by_qpn.erase(s.number);
         std::erase_if(_events_by_cqn, [&](const auto& entry) {
             return entry.second == &s.send_events || entry.second == &s.receive_events;
         });
     }
-    std::optional<fw::error> first;
-    if (s.object.alive()) {
-        if (auto r = s.object.destroy(commands(), *_fn, stranded, by()); !r) {
-            note(r.error());
-            first = r.error();
-            if (s.object.alive()) {
-                // Refused: the QP still uses its CQs; all of it is kept until close.
-                return std::unexpected(firmware_error("destroy", *first));
-            }
-        }
-    }
-    for (fw::cq* c : {&s.send_cq, &s.receive_cq}) {
-        if (c->alive()) {
-            if (auto r = c->destroy(commands(), *_fn, stranded, by()); !r) {
-                note(r.error());
-                if (!first) {
-                    first = r.error();
-                }
-            }
-        }
-    }
-    if (first) {
-        return std::unexpected(firmware_error("destroy", *first));
+    if (auto r = _control->release_qp(s); !r) {
+        return std::unexpected(detail::named("destroy", std::move(r.error())));
     }
     return {};
 }
@@ -439,7 +296,7 @@ result<void> nic::close() {
         return *_close_result;
     }
     _closed = true;
-    if (!_hca) {
+    if (!_control) {
         _close_result = result<void>{};
         return *_close_result;
     }
@@ -449,7 +306,7 @@ result<void> nic::close() {
             first = std::move(r.error());
         }
     };
-    if (!_hca->torn_down()) {
+    if (!_control->torn_down()) {
         for (auto& s : _qps) {
             s->destroyed = true;
             s->connected = false;
@@ -460,20 +317,8 @@ result<void> nic::close() {
                 keep(release_region(*s));
             }
         }
-        if (_pd && !_hca->failed()) {
-            if (auto r = fw::dealloc_pd(commands(), *_pd, by()); !r) {
-                note(r.error());
-                keep(std::unexpected(firmware_error("close", r.error())));
-            }
-        }
-        if (_uar && !_hca->failed()) {
-            if (auto r = fw::dealloc_uar(commands(), *_uar, by()); !r) {
-                note(r.error());
-                keep(std::unexpected(firmware_error("close", r.error())));
-            }
-        }
-        if (auto r = _hca->teardown(); !r) {
-            keep(std::unexpected(firmware_error("close", r.error())));
+        if (auto r = _control->close(); !r) {
+            keep(std::unexpected(detail::named("close", std::move(r.error()))));
         }
     }
     _close_result = first ? result<void>(std::unexpected(std::move(*first))) : result<void>{};

@@ -8,12 +8,12 @@
 //   ...
 //   nic->close();
 //
-// mlx5: driver::open, then firmware::mlx5::hca::bring_up (reference/mlx5.md §1.1), then one UAR
-// (the queue pairs' doorbells and the CQs' arm doorbells, BAR0 page `uar`, mapped write-
-// combining: §4.1) and one protection domain shared by every region and queue pair of the NIC.
+// open: driver::open, the family picked by the function's PCI IDs (driver/identify.hpp), then
+// that family's bring-up through its firmware (qp/control.hpp: one control plane per family;
+// mlx5's in qp/mlx5/control.hpp) and the NIC-wide objects its queue pairs and regions share.
 //
-// close() is idempotent: it destroys every queue pair and region left, gives back the UAR and
-// PD, and tears the NIC down. On a firmware that stopped answering it completes locally: what
+// close() is idempotent: it destroys every queue pair and region left, gives back the NIC-wide
+// objects, and tears the NIC down. On a firmware that stopped answering it completes locally: what
 // the firmware may still name stays allocated and mapped, and stranded() lists it.
 // Control calls (open aside: allocate, register_memory, deregister, make_qp, connect, destroy,
 // close, stranded) are thread-safe: they take the NIC's lock.
@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -34,10 +35,9 @@
 
 #include "driver/dma_memory.hpp"
 #include "driver/function.hpp"
-#include "firmware/mlx5/hca.hpp"
-#include "firmware/mlx5/stranded.hpp"
 #include "qp/endpoint.hpp"
 #include "qp/error.hpp"
+#include "qp/info.hpp"
 #include "qp/qp.hpp"
 #include "qp/region.hpp"
 
@@ -46,13 +46,37 @@ namespace rig {
 namespace detail {
 struct region_state;
 struct qp_state;
+class control_plane;
 }  // namespace detail
 
 struct nic_options {
     driver::open_options open;
-    firmware::mlx5::hca_options hca;
     // Each firmware command of the API's control calls must complete within this.
     std::chrono::milliseconds command_timeout{5000};
+    // How long the function may say it is not ready yet after reset before open gives up
+    // (mlx5: the init segment's initializing bit, the kernel's FW_PRE_INIT_TIMEOUT_MILI; bnxt:
+    // VER_GET answering DEV_NOT_RDY).
+    std::chrono::milliseconds ready_timeout{120000};
+    // How often the firmware's health is looked at (mlx5: the health buffer's counter).
+    std::chrono::milliseconds health_interval{1000};
+    // Firmware events by interrupt (completion events that wake wait(), queue pair and port
+    // events, the firmware's requests); false: commands polled, no events.
+    bool use_events = true;
+    // Bring the function up with its link down, when the NIC offers that.
+    bool init_link_down = false;
+    // Every firmware command the NIC executed, from the first one of bring-up on (empty: off).
+    // Called on the thread that ran the command: it must not call into the NIC.
+    std::function<void(const command_record&)> trace;
+    // Events, from the NIC's event thread (may be empty; they must not call into the NIC):
+    // a completion event of completion queue `cq`;
+    std::function<void(std::uint32_t cq)> completion;
+    // an event of queue pair `qp`, by the family's name ("WQ_CATAS_ERROR"), and whether it is
+    // the queue pair's failure;
+    std::function<void(std::uint32_t qp, std::string_view event, bool failure)> qp_event;
+    // the port's link went up or down;
+    std::function<void(bool up)> port_change;
+    // the NIC's machine failed (fatal health report, internal error, the function gone).
+    std::function<void(const error&)> fatal;
     // Each ring of a queue pair has 2^n entries (capped by the NIC's log_max_qp_sz); its CQs
     // have as many CQEs.
     std::uint8_t log_ring_entries = 12;
@@ -82,7 +106,7 @@ public:
     result<void> close();
     bool closed() const;
 
-    std::vector<firmware::mlx5::stranded_region> stranded() const;
+    std::vector<stranded_region> stranded() const;
     std::array<std::byte, 6> mac() const noexcept { return _mac; }
     std::array<std::byte, 16> gid() const noexcept { return _gid; }  // GID table entry 0
     // The path MTU this NIC's queue pairs connect with, in bytes (256 ... 4096): the largest RoCE
@@ -96,41 +120,36 @@ public:
 private:
     friend class region;
     friend class queue_pair;
-    nic() = default;
+    nic();
     result<void> start(std::string_view where, const nic_options& options);
     result<region> add_region(driver::dma_memory memory, access a, const char* call);
     result<void> deregister(detail::region_state& s);
     result<void> connect(detail::qp_state& s, const endpoint& e, std::uint32_t path_mtu_bytes);
     result<void> destroy(detail::qp_state& s);
-    result<firmware::mlx5::qp_state_info> query(const detail::qp_state& s);
-    // Destroys what the firmware still holds of a queue pair: QP, then CQs. Lock held.
+    result<qp_info> query(const detail::qp_state& s);
+    // Destroys what the firmware still holds of a queue pair. Lock held.
     result<void> release_qp(detail::qp_state& s);
-    // MKEY destroyed, memory unmapped and freed; stranded when the firmware may still use it.
+    // The region's key destroyed, its memory unmapped and freed; stranded when the firmware may
+    // still use it. Lock held.
     result<void> release_region(detail::region_state& s);
-    // A failed command after which the firmware may still hold memory: nothing more is sent.
-    void note(const firmware::mlx5::error& e);
-    // From the event thread: a QP event, and the NIC's failure (hca_options handlers).
-    void on_qp_event(std::uint32_t qpn, std::uint8_t event_type);
+    // From the family's event thread: a queue pair's failure (a family code, never 0), a
+    // completion event, the NIC's failure.
+    void on_qp_failure(std::uint32_t qpn, std::uint8_t code);
     void on_completion(std::uint32_t cqn);
+    void on_fatal();
     // Blocks until `events` differs from `seen`, the NIC fails, or `bound` passes (queue_pair::wait).
     void sleep_until_event(const std::atomic<std::uint32_t>& events, std::uint32_t seen,
                            std::chrono::nanoseconds bound);
     std::chrono::milliseconds wait_look_interval() const noexcept { return _options.wait_look_interval; }
     bool machine_failed() const noexcept { return _machine_failed.load(std::memory_order_relaxed); }
-    firmware::mlx5::command_queue::clock::time_point by() const;
-    firmware::mlx5::command_queue& commands();
 
     nic_options _options;
     std::unique_ptr<driver::function> _fn;
-    std::unique_ptr<firmware::mlx5::hca> _hca;
-    driver::bar_mapping _bar0;
-    std::optional<std::uint32_t> _uar;
-    std::optional<std::uint32_t> _pd;
+    std::unique_ptr<detail::control_plane> _control;  // the family's: commands, objects, events
     std::array<std::byte, 6> _mac{};
     std::array<std::byte, 16> _gid{};
     std::uint32_t _path_mtu = 1024;
     std::uint8_t _log_ring = 12;
-    std::uint32_t _next_bfreg = 0;
     std::mt19937 _random;
     mutable std::mutex _lock;
     bool _closed = false;
@@ -143,8 +162,8 @@ private:
     std::map<std::uint32_t, detail::qp_state*> _by_qpn;
     std::map<std::uint32_t, std::atomic<std::uint32_t>*> _events_by_cqn;  // a QP's CQ -> its counter
     std::atomic<bool> _machine_failed{false};
-    // Where wait() sleeps: the event thread notifies after a COMP event, a QP event or the
-    // NIC's failure.
+    // Where wait() sleeps: the event thread notifies after a completion event, a queue pair's
+    // failure or the NIC's failure.
     std::mutex _wake_lock;
     std::condition_variable _wake;
 };

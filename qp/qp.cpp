@@ -1,25 +1,28 @@
-// queue_pair: the misuse checks of the seed, then the mlx5 data path (qp/mlx5/*_queue.hpp).
+// queue_pair: the misuse checks of the seed, then the family's data path (qp/state.hpp on_path:
+// the variant's index, no virtual call; mlx5: qp/mlx5/data_path.hpp).
 #include "qp/qp.hpp"
+
+#include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 
 #include <stdexcept>
 #include <string>
 #include <algorithm>
 #include <atomic>
 
-#include "qp/mlx5/qp_state.hpp"  // first: see its comment
 #include "abi/bits.hpp"
-#include "abi/mlx5/entry.hpp"
 #include "qp/nic.hpp"
 
 namespace rig {
 
-namespace mabi = ::rig::mlx5::abi;
-
 namespace {
 
+// One message is at most 2^31 bytes (the seed's limit; mlx5 describes 2^31 itself with two data
+// segments, abi/mlx5/entry.hpp).
+constexpr std::uint64_t max_message = std::uint64_t{1} << 31;
+static_assert(qp::mlx5::data_path::max_message == max_message);
+
 void check_length(std::size_t n, const char* call) {
-    // 2^31 itself is one message: abi's typed writers make it two data segments (entry.hpp)
-    if (n > static_cast<std::size_t>(mabi::max_message)) [[unlikely]] {
+    if (n > max_message) [[unlikely]] {
         misuse(std::string(call) + ": " + std::to_string(n) + " bytes is over 2^31 (one message)");
     }
 }
@@ -32,7 +35,10 @@ void check_length(std::size_t n, const char* call) {
     if (e.syndrome != 0) {
         m += " (syndrome " + abi::hex(e.syndrome) + ", vendor " + abi::hex(e.vendor) + ")";
     }
-    return error{std::move(m), error_kind::entry, std::nullopt, std::nullopt, e.syndrome, e.flushed};
+    error out = plain_error(error_kind::entry, std::move(m));
+    out.syndrome = e.syndrome;
+    out.flushed = e.flushed;
+    return out;
 }
 
 }  // namespace
@@ -74,14 +80,14 @@ void queue_pair::check_local(const region& r, std::size_t at, std::size_t n, con
 endpoint queue_pair::local() const {
     const detail::qp_state& s = live("local");
     endpoint e;
-    e.qp = s.object.qpn();
+    e.qp = s.number;
     e.psn = s.psn;
     e.gid = _nic->gid();
     e.mac = _nic->mac();
     return e;
 }
 
-std::uint32_t queue_pair::number() const { return live("number").object.qpn(); }
+std::uint32_t queue_pair::number() const { return live("number").number; }
 bool queue_pair::connected() const { return live("connected").connected; }
 bool queue_pair::destroyed() const noexcept { return _state == nullptr || _state->destroyed; }
 
@@ -97,19 +103,12 @@ result<void> queue_pair::destroy() {
     return _nic->destroy(live("destroy"));
 }
 
-result<firmware::mlx5::qp_state_info> queue_pair::query() const {
+result<qp_info> queue_pair::query() const {
     return _nic->query(live("query"));
 }
 
 // ---- posting ---------------------------------------------------------------------------------
 
-static mabi::local local_of(const detail::region_state& r, std::size_t at, std::size_t n) {
-    return {static_cast<std::int64_t>(r.iova + at), static_cast<std::int64_t>(n),
-            static_cast<std::int64_t>(r.key.lkey())};
-}
-static mabi::remote remote_of(const remote& to) {
-    return {static_cast<std::int64_t>(to.address), static_cast<std::int64_t>(to.key)};
-}
 static void check_remote(const remote& to, const char* call) {
     if (to.address > static_cast<std::uint64_t>(INT64_MAX)) [[unlikely]] {
         misuse(std::string(call) + ": remote address " + abi::hex(to.address) + " is out of range");
@@ -119,151 +118,93 @@ static void check_remote(const remote& to, const char* call) {
 void queue_pair::post_send(const region& r, std::size_t at, std::size_t n) {
     detail::qp_state& s = ready("send");
     check_local(r, at, n, "send");
-    s.sq->post(mabi::send_op{local_of(*r._state, at, n)}, true);
+    const detail::region_state& m = *r._state;
+    detail::on_path(s, [&](auto& p) { p.post_send(m.iova + at, n, m.key); });
 }
 
 void queue_pair::post_receive(const region& r, std::size_t at, std::size_t n) {
     detail::qp_state& s = ready("receive");
     check_local(r, at, n, "receive");
-    s.rq->post(local_of(*r._state, at, n));
+    const detail::region_state& m = *r._state;
+    detail::on_path(s, [&](auto& p) { p.post_receive(m.iova + at, n, m.key); });
 }
 
 void queue_pair::post_write(const region& r, std::size_t at, std::size_t n, const remote& to) {
     detail::qp_state& s = ready("write");
     check_local(r, at, n, "write");
     check_remote(to, "write");
-    s.sq->post(mabi::write_op{local_of(*r._state, at, n), remote_of(to)}, true);
+    const detail::region_state& m = *r._state;
+    detail::on_path(s, [&](auto& p) { p.post_write(m.iova + at, n, m.key, to); });
 }
 
 void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remote& to) {
     detail::qp_state& s = ready("write_inline");
-    if (bytes.size() > mabi::max_inline) [[unlikely]] {
-        misuse("write_inline: " + std::to_string(bytes.size()) + " bytes is over the " +
-               std::to_string(mabi::max_inline) + " one entry holds");
-    }
-    check_remote(to, "write_inline");
-    const std::string_view data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    s.sq->post(mabi::write_inline_op{data, remote_of(to)}, true);
+    detail::on_path(s, [&](auto& p) {
+        using path = std::remove_cvref_t<decltype(p)>;
+        if (bytes.size() > path::max_inline) [[unlikely]] {
+            misuse("write_inline: " + std::to_string(bytes.size()) + " bytes is over the " +
+                   std::to_string(path::max_inline) + " one entry holds");
+        }
+        check_remote(to, "write_inline");
+        p.post_write_inline(bytes, to);
+    });
 }
 
 void queue_pair::post_read(const remote& from, const region& r, std::size_t at, std::size_t n) {
     detail::qp_state& s = ready("read");
     check_local(r, at, n, "read");
     check_remote(from, "read");
-    s.sq->post(mabi::read_op{remote_of(from), local_of(*r._state, at, n)}, true);
+    const detail::region_state& m = *r._state;
+    detail::on_path(s, [&](auto& p) { p.post_read(from, m.iova + at, n, m.key); });
 }
 
 void queue_pair::ring(side sd) {
     detail::qp_state& s = ready("ring");
-    if (sd == side::send) {
-        s.sq->ring();
-    } else {
-        s.rq->ring();
-    }
+    detail::on_path(s, [&](auto& p) { p.ring(sd == side::send); });
 }
+
+namespace {
+// The ring after a post that checked the queue pair: straight to the data path.
+void ring_checked(detail::qp_state& s, bool send) {
+    detail::on_path(s, [&](auto& p) { p.ring(send); });
+}
+}  // namespace
 
 void queue_pair::send(const region& r, std::size_t at, std::size_t n) {
     post_send(r, at, n);
-    _state->sq->ring();
+    ring_checked(*_state, true);
 }
 void queue_pair::receive(const region& r, std::size_t at, std::size_t n) {
     post_receive(r, at, n);
-    _state->rq->ring();
+    ring_checked(*_state, false);
 }
 void queue_pair::write(const region& r, std::size_t at, std::size_t n, const remote& to) {
     post_write(r, at, n, to);
-    _state->sq->ring();
+    ring_checked(*_state, true);
 }
 void queue_pair::write_inline(std::span<const std::byte> bytes, const remote& to) {
     post_write_inline(bytes, to);
-    _state->sq->ring();
+    ring_checked(*_state, true);
 }
 void queue_pair::read(const remote& from, const region& r, std::size_t at, std::size_t n) {
     post_read(from, r, at, n);
-    _state->sq->ring();
+    ring_checked(*_state, true);
 }
 
 // ---- completions -------------------------------------------------------------------------------
 
 std::uint32_t queue_pair::room(side sd) const {
     const detail::qp_state& s = live("room");
-    return sd == side::send ? s.sq->room() : s.rq->room();
+    return detail::on_path(s, [&](const auto& p) { return p.room(sd == side::send); });
 }
-
-namespace {
-
-// Takes in every CQE the NIC wrote for either ring, then spreads a failure: a queue pair fails
-// as a whole, so once one ring failed the other's entries without a result fail too (seed: "the
-// NIC then runs none of its entries that have no completion, of either ring").
-// The failure the NIC reported by event, as its entries carry it.
-[[gnu::cold]] qp::entry_error reported_failure(std::uint8_t event_type) noexcept {
-    using t = ::rig::mlx5::ifc::event_type;
-    switch (static_cast<t>(event_type)) {
-    case t::wq_catas_error: return {"the NIC reported the queue pair's failure: WQ_CATAS_ERROR", event_type, 0, true};
-    case t::wq_inval_req_error:
-        return {"the NIC reported the queue pair's failure: WQ_INVAL_REQ_ERROR", event_type, 0, true};
-    case t::wq_access_error:
-        return {"the NIC reported the queue pair's failure: WQ_ACCESS_ERROR", event_type, 0, true};
-    default: return {"the NIC reported the queue pair's failure: PATH_MIG_FAILED", event_type, 0, true};
-    }
-}
-
-// The queue pair failed with `e`: a ring not yet failed fails with it, one failed only by the
-// NIC's flushes takes it as the error its remaining entries carry.
-template <class Queue>
-void failed_from_outside(Queue& q, const qp::entry_error& e) noexcept {
-    q.fail(e);
-    q.adopt_failure(e);
-}
-
-void take_completions(detail::qp_state& s, bool machine_failed) noexcept {
-    mabi::completion c;
-    const std::uint32_t qpn = s.object.qpn();
-    while (s.scq->poll(c)) {
-        if (c.qpn != qpn || !qp::mlx5::is_send_side(c.opcode) || c.error == mabi::cqe_error::unknown) {
-            s.sq->fail(qp::mlx5::unexpected_completion());   // a kind this ring does not take
-        } else {
-            s.sq->complete(c);
-        }
-    }
-    while (s.rcq->poll(c)) {
-        if (c.qpn != qpn || qp::mlx5::is_send_side(c.opcode)) {
-            s.rq->fail(qp::mlx5::unexpected_completion());
-        } else {
-            s.rq->complete(c);
-        }
-    }
-    // After every CQE the NIC wrote: a failure it reported by event, or its own failure.
-    if (const std::uint8_t event = s.nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
-        failed_from_outside(*s.sq, reported_failure(event));
-        failed_from_outside(*s.rq, reported_failure(event));
-    } else if (machine_failed) [[unlikely]] {
-        const qp::entry_error dead{"the NIC failed (fatal health report or internal error)", 0, 0, true};
-        failed_from_outside(*s.sq, dead);
-        failed_from_outside(*s.rq, dead);
-    }
-    // A queue pair fails as a whole: the ring whose entry failed itself gives its failure to the
-    // other, which may so far hold only the NIC's flush CQEs (syndrome 0x5, taken in whichever
-    // CQ was polled first) or nothing at all.
-    const qp::ring& send = s.sq->entries();
-    const qp::ring& receive = s.rq->entries();
-    if (send.failed_itself() && !receive.failed_itself()) {
-        failed_from_outside(*s.rq, send.failure());
-    } else if (receive.failed_itself() && !send.failed_itself()) {
-        failed_from_outside(*s.sq, receive.failure());
-    } else if (send.failed() && !receive.failed()) {
-        s.rq->fail(send.failure());
-    } else if (receive.failed() && !send.failed()) {
-        s.sq->fail(receive.failure());
-    }
-}
-
-}  // namespace
 
 std::optional<result<std::uint32_t>> queue_pair::poll(side sd) {
     detail::qp_state& s = live("poll");
-    take_completions(s, _nic->machine_failed());
-    std::optional<qp::entry_result> r = sd == side::send ? s.sq->poll() : s.rq->poll();
+    const bool machine_failed = _nic->machine_failed();
+    std::optional<qp::entry_result> r = detail::on_path(s, [&](auto& p) {
+        p.take_completions(s.nic_event, machine_failed);
+        return p.take(sd == side::send);
+    });
     if (!r) {
         return std::nullopt;
     }
@@ -278,14 +219,15 @@ std::optional<result<std::uint32_t>> queue_pair::wait(side sd, std::chrono::micr
     if (bound.count() < 0) {
         misuse("wait: a negative bound of " + std::to_string(bound.count()) + " us");
     }
-    const qp::ring& ring = sd == side::send ? s.sq->entries() : s.rq->entries();
+    const bool send = sd == side::send;
+    const qp::ring& ring = detail::on_path(s, [&](auto& p) -> const qp::ring& { return p.entries(send); });
     if (ring.taken() == ring.posted()) {
         misuse("wait: no entry of the ring is due");
     }
     using clock = std::chrono::steady_clock;
     const auto end = clock::now() + bound;
     // A short spin (a completion often arrives within microseconds), then sleep until the CQ's
-    // completion event: arm the CQ (a doorbell, no firmware request: reference mlx5.md §4.6),
+    // completion event: arm the CQ (a doorbell, no firmware request; mlx5: reference mlx5.md §4.6),
     // look once more (for a CQE written between the last look and the arm; the NIC also raises
     // the event at once when armed with a CQE past the consumer index), then sleep. Each sleep
     // is capped (nic_options::wait_look_interval, 10 ms): a lost event costs one more look,
@@ -298,15 +240,16 @@ std::optional<result<std::uint32_t>> queue_pair::wait(side sd, std::chrono::micr
             return r;
         }
     }
-    qp::mlx5::completion_queue& cq = sd == side::send ? *s.scq : *s.rcq;
     const std::atomic<std::uint32_t>& events = sd == side::send ? s.send_events : s.receive_events;
     std::uint32_t& seen = sd == side::send ? s.send_events_seen : s.receive_events_seen;
     for (;;) {
         // every event taken in moves the arm sequence number on (rdma-core mlx5_cq_event)
-        for (const std::uint32_t n = events.load(std::memory_order_acquire); seen != n; ++seen) {
-            cq.event();
-        }
-        cq.arm();
+        detail::on_path(s, [&](auto& p) {
+            for (const std::uint32_t n = events.load(std::memory_order_acquire); seen != n; ++seen) {
+                p.event(send);
+            }
+            p.arm(send);
+        });
         if (auto r = poll(sd)) {
             return r;
         }

@@ -1,7 +1,9 @@
 #pragma once
 // A reliable-connected queue pair of one NIC (DESIGN.md §2; seeds/rig_bnxt_qp.txt, whose every
 // sentence holds here). `rig::qp` is the namespace of the family data paths (qp/ring.hpp,
-// qp/mlx5/), so the class is `rig::queue_pair`.
+// qp/mlx5/), so the class is `rig::queue_pair`. Posting and polling go straight to the family's
+// data path (no virtual call per entry); connect, destroy and query go through the NIC's
+// family control plane.
 //
 //   rig::queue_pair q = nic->make_qp().value();   // unconnected, random 24-bit PSN
 //   send_to_peer(q.local().to_string());
@@ -15,8 +17,7 @@
 // since the last ring, with one doorbell (batching).
 // Misuse throws std::invalid_argument and changes nothing: destroyed, not connected, a region of
 // another NIC or deregistered, bytes outside the region, n over 2^31 (one message: the seed's
-// limit; mlx5 describes a 2^31-byte message with two data segments, abi/mlx5/entry.hpp), inline
-// data over 28 bytes, no room on the ring.
+// limit), inline data over what one entry holds (28 bytes on mlx5), no room on the ring.
 // Threads: one thread at a time per queue pair for post and poll (not enforced); connect and
 // destroy take the NIC's lock. A queue pair must not be used after its NIC is destroyed.
 #include <chrono>
@@ -25,9 +26,9 @@
 #include <optional>
 #include <span>
 
-#include "firmware/mlx5/objects.hpp"
 #include "qp/endpoint.hpp"
 #include "qp/error.hpp"
+#include "qp/info.hpp"
 #include "qp/region.hpp"
 
 namespace rig {
@@ -35,6 +36,7 @@ namespace rig {
 class nic;
 namespace detail {
 struct qp_state;
+struct bench_access;  // bench/post_bench.cpp: the post path over plain memory, without a NIC
 }
 
 enum class side : std::uint8_t { send, receive };
@@ -78,7 +80,7 @@ public:
     void send(const region& r, std::size_t at, std::size_t n);
     void receive(const region& r, std::size_t at, std::size_t n);
     void write(const region& r, std::size_t at, std::size_t n, const remote& to);
-    void write_inline(std::span<const std::byte> bytes, const remote& to);  // at most 28 bytes
+    void write_inline(std::span<const std::byte> bytes, const remote& to);  // at most 28 bytes (mlx5)
     void read(const remote& from, const region& r, std::size_t at, std::size_t n);
 
     void post_send(const region& r, std::size_t at, std::size_t n);
@@ -102,12 +104,14 @@ public:
     // allocated until the NIC's close(). Misuse if already destroyed.
     result<void> destroy();
 
-    // The firmware's view of the queue pair (QUERY_QP): state, peer, PSNs, retry settings. A
-    // control call for tests and diagnostics (it sends a command; poll and wait never do).
-    result<firmware::mlx5::qp_state_info> query() const;
+    // The firmware's view of the queue pair (mlx5 QUERY_QP, bnxt QUERY_QP): state, peer, PSNs,
+    // retry settings. A control call for tests and diagnostics (it sends a command; poll and
+    // wait never do).
+    result<qp_info> query() const;
 
 private:
     friend class nic;
+    friend struct detail::bench_access;
     queue_pair(rig::nic* n, detail::qp_state* s) noexcept : _nic(n), _state(s) {}
     detail::qp_state& live(const char* call) const;
     detail::qp_state& ready(const char* call) const;  // live and connected

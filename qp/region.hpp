@@ -9,8 +9,9 @@
 //   peer_gets(r.remote(0));   // {address, key}: plain data for the peer's write/read
 //   r.deregister();
 //
-// mlx5: an MTT memory key over the region's IOVA range (reference/mlx5.md §1.3), local write
-// always (receives and reads land in it), remote read/write as `access` says. A region is a
+// The family registers it with its firmware under one key (mlx5: an MTT memory key, bnxt: an MR
+// by ALLOCATE_MRW + REGISTER_MR), local write always (receives and reads land in it), remote
+// read/write as `access` says. A region is a
 // handle: copies name the same registration, which the NIC owns; a region must not be used
 // after its NIC is destroyed. close() deregisters every region left.
 #include <cstddef>
@@ -24,6 +25,7 @@ namespace rig {
 class nic;
 namespace detail {
 struct region_state;
+struct bench_access;  // bench/post_bench.cpp
 }
 
 // What a peer may do with a region (local access is always granted).
@@ -71,6 +73,7 @@ public:
 private:
     friend class nic;
     friend class queue_pair;
+    friend struct detail::bench_access;
     region(rig::nic* n, detail::region_state* s) noexcept : _nic(n), _state(s) {}
     const detail::region_state& live(const char* call) const;
 

@@ -1,7 +1,12 @@
 // rig-nicsim: serves N functions of the device model, one vfio-user socket each, until SIGINT or
-// SIGTERM (DESIGN.md §4). The driver reaches function k as "vfio-user:DIR/mlx5-k.sock".
+// SIGTERM (DESIGN.md §4). The driver reaches function k as "vfio-user:DIR/<family>-k.sock".
 //
 //   rig-nicsim --family mlx5 --functions 2 --socket-dir /run/rig
+//
+// Families come from sim/family.hpp's table (mlx5 the default); the options every family takes
+// go to each function as sim::common_options, the family options (--page-request-*, ...) only
+// to a family that takes them. --fault-fail and --fault-fatal are read in the family's own
+// opcode and status space (sim/pci/fault_plan.hpp), once the family is known.
 //
 // Argument errors: one line on stderr, exit 2. A server that cannot start: exit 1.
 //
@@ -34,35 +39,40 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "abi/mlx5/ifc/cmd.hpp"
-#include "sim/mlx5/function_model.hpp"
+#include "sim/family.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/vfio_user/server.hpp"
 
 namespace {
 
-namespace model = rig::sim::mlx5;
-namespace ifc = rig::mlx5::ifc;
+namespace sim = rig::sim;
+namespace pci = rig::sim::pci;
 
 constexpr std::string_view usage =
-    "usage: rig-nicsim --family mlx5 --socket-dir DIR [options]\n"
+    "usage: rig-nicsim [--family mlx5|bnxt] --socket-dir DIR [options]\n"
     "Serves device-model NIC functions over vfio-user, one socket per function, named\n"
     "DIR/<family>-<k>.sock (printed on stdout), until SIGINT or SIGTERM; the sockets are removed\n"
     "on exit. Function k has the permanent MAC 02:00:00:00:HH:LL with HHLL = k + 1.\n"
     "options:\n"
-    "  --family NAME            mlx5 (ConnectX-6 Dx); bnxt is not supported yet\n"
+    "  --family NAME            mlx5 (ConnectX-6 Dx, the default) or bnxt (BCM57508)\n"
     "  --functions N            how many functions to serve, 1..64 (default 1)\n"
     "  --socket-dir DIR         where the sockets go (must exist)\n"
     "  --init-time-ms N         how long the init segment says 'initializing' after reset (default 20)\n"
     "  --command-latency-us N   how long the firmware takes over each command (default 0)\n"
     "  --msix-vectors N         MSI-X vectors per function, 1..2048 (default 64)\n"
-    "  --page-request-after N   after N commands the firmware asks for pages by event (default: never)\n"
-    "  --page-request-pages N   how many (negative: gives that many back; default 16)\n"
+    "  --page-request-after N   mlx5: after N commands the firmware asks for pages by event (default:\n"
+    "                           never)\n"
+    "  --page-request-pages N   mlx5: how many (negative: gives that many back; default 16)\n"
     "faults (each reset re-arms them; --fault-after counts commands since the reset):\n"
     "  --fault-silence          the firmware stops answering: commands never complete\n"
-    "  --fault-fatal SYND       the health buffer reports fatal syndrome SYND (1..255), e.g. 0x8\n"
-    "  --fault-fail OP:STATUS[:SYNDROME]\n"
-    "                           the next command with opcode OP fails with STATUS (numbers, 0x ok)\n"
+    "  --fault-fatal CODE       the firmware fails fatally; mlx5: the health buffer reports syndrome\n"
+    "                           CODE (1..255), e.g. 0x8; bnxt: as the bnxt model reads CODE\n"
+    "  --fault-fail [CHANNEL:]OP:STATUS[:SYNDROME]\n"
+    "                           the next command with opcode OP on CHANNEL fails with STATUS\n"
+    "                           (numbers, 0x ok), in the family's own space: mlx5 cmdq (the\n"
+    "                           default) opcode 16-bit, status 8-bit, syndrome 32-bit; bnxt hwrm (the\n"
+    "                           default) req_type and error_code 16-bit, syndrome = cmd_err 8-bit,\n"
+    "                           rcfw opcode and CREQ status 8-bit, no syndrome\n"
     "  --fault-die              the function is gone: reads return all ones, nothing completes\n"
     "  --fault-after N          commands that complete before the fault strikes (default 0)\n"
     "  --fault-function K       only function K suffers the faults, the data-path ones below\n"
@@ -85,10 +95,10 @@ constexpr std::string_view usage =
     "                           later rig-nicsim on DIR replaces them)\n"
     "  --capture FILE           every frame sent on the wire, before faults, into a pcap file\n"
     "                           (closed at exit, and before --die-after-ms strikes)\n"
-    "  --report-ledger          after every DISABLE_HCA and every reset of function K, one line on\n"
+    "  --report-ledger          mlx5: after every DISABLE_HCA and every reset of function K, a line on\n"
     "                           stdout: LEDGER function=K event=disable_hca|reset pages=N objects=M\n"
     "                           (firmware pages still held from the driver, objects still alive)\n"
-    "  --trapped-uar-pages N    the first N UAR pages are trapped, every write seen (default 1)\n"
+    "  --trapped-uar-pages N    mlx5: the first N UAR pages are trapped, every write seen (default 1)\n"
     "  --help                   this text\n"
     "logging: faults as they fire on stderr (logger nicsim, info); SPDLOG_LEVEL=model=debug\n";
 
@@ -138,19 +148,58 @@ constexpr std::uint64_t max_delay_us = 1000000;       // 1 s
 constexpr std::uint64_t max_after_ms = 24ull * 3600 * 1000;  // a day
 
 struct settings {
-    std::string family;
+    const sim::family* family = nullptr;
     std::string socket_dir;
     unsigned functions = 1;
-    model::function_options options;
+    sim::common_options options;
     std::optional<unsigned> fault_function;
     rig::sim::roce::faults wire_faults;
     std::optional<std::chrono::milliseconds> link_down_after, link_up_after, function_dies_after, die_after;
     std::string capture;
 };
 
+// --family's value: a family of the table whose model is built.
+const sim::family& family_named(std::string_view name) {
+    const sim::family* f = sim::find_family(name);
+    if (f == nullptr) {
+        bad("unknown family '" + std::string(name) + "' (" + sim::family_names() + ")");
+    }
+    if (f->make == nullptr) {
+        bad("--family " + std::string(name) + ": the " + std::string(name) + " model is not built yet");
+    }
+    return *f;
+}
+
+// What only the family can read: the fault arguments in its space, and its own options.
+void family_checks(settings& s, const std::vector<std::string_view>& family_options,
+                   std::optional<std::string_view> fatal, std::optional<std::string_view> fail) {
+    const sim::family& f = *s.family;
+    for (std::string_view option : family_options) {
+        if (!f.takes(option)) {
+            bad(std::string(option) + " is not an option of family " + std::string(f.name));
+        }
+    }
+    if (fatal) {
+        const auto code = pci::parse_fault_fatal(*fatal, f.faults);
+        if (!code) {
+            bad("bad value for --fault-fatal: '" + std::string(*fatal) + "' (" + code.error() + ")");
+        }
+        s.options.fault.fatal_code = *code;
+    }
+    if (fail) {
+        const auto failure = pci::parse_fault_fail(*fail, f.faults);
+        if (!failure) {
+            bad("bad value for --fault-fail: '" + std::string(*fail) + "' (" + failure.error() + ")");
+        }
+        s.options.fault.fail = *failure;
+    }
+}
+
 settings parse(int argc, char** argv) {
     settings s;
-    s.options.page_request_pages = 16;
+    std::string_view family = "mlx5";
+    std::vector<std::string_view> family_options;  // those given, checked against the family's
+    std::optional<std::string_view> fatal, fail;   // read once the family is known
     const std::vector<std::string_view> args(argv + 1, argv + argc);
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string_view a = args[i];
@@ -160,11 +209,15 @@ settings parse(int argc, char** argv) {
             }
             return args[++i];
         };
+        if (std::find(std::begin(sim::family_option_names), std::end(sim::family_option_names), a) !=
+            std::end(sim::family_option_names)) {
+            family_options.push_back(a);
+        }
         if (a == "--help" || a == "-h") {
             std::fputs(usage.data(), stdout);
             std::exit(0);
         } else if (a == "--family") {
-            s.family = value();
+            family = value();
         } else if (a == "--functions") {
             s.functions = static_cast<unsigned>(number(a, value(), 1, 64));
         } else if (a == "--socket-dir") {
@@ -174,31 +227,21 @@ settings parse(int argc, char** argv) {
         } else if (a == "--command-latency-us") {
             s.options.command_latency = std::chrono::microseconds(number(a, value(), 0, 60000000));
         } else if (a == "--msix-vectors") {
-            s.options.firmware.msix_vectors = static_cast<std::uint16_t>(number(a, value(), 1, 2048));
+            s.options.msix_vectors = static_cast<std::uint16_t>(number(a, value(), 1, 2048));
         } else if (a == "--page-request-after") {
             s.options.page_request_after = static_cast<std::uint32_t>(number(a, value(), 1, 0xffffffffu));
         } else if (a == "--page-request-pages") {
             s.options.page_request_pages = static_cast<std::int32_t>(signed_number(a, value(), -(1 << 20), 1 << 20));
         } else if (a == "--fault-silence") {
-            s.options.fault.what = model::fault_plan::kind::silence;
+            s.options.fault.what = pci::fault_kind::silence;
         } else if (a == "--fault-fatal") {
-            s.options.fault.what = model::fault_plan::kind::fatal;
-            s.options.fault.health_syndrome = static_cast<std::uint8_t>(number(a, value(), 1, 255));
+            s.options.fault.what = pci::fault_kind::fatal;
+            fatal = value();
         } else if (a == "--fault-fail") {
-            const std::string_view v = value();
-            const auto c1 = v.find(':');
-            if (c1 == std::string_view::npos) {
-                bad("bad value for --fault-fail: '" + std::string(v) + "' (expected OP:STATUS[:SYNDROME])");
-            }
-            const auto c2 = v.find(':', c1 + 1);
-            s.options.fault.what = model::fault_plan::kind::fail_command;
-            s.options.fault.opcode = static_cast<std::uint16_t>(number(a, v.substr(0, c1), 0, 0xffff));
-            s.options.fault.status = static_cast<ifc::cmd_status>(
-                number(a, v.substr(c1 + 1, c2 == std::string_view::npos ? std::string_view::npos : c2 - c1 - 1), 1, 0xff));
-            s.options.fault.syndrome =
-                c2 == std::string_view::npos ? 0x4dfa0000u : static_cast<std::uint32_t>(number(a, v.substr(c2 + 1), 0, 0xffffffffu));
+            s.options.fault.what = pci::fault_kind::fail_command;
+            fail = value();
         } else if (a == "--fault-die") {
-            s.options.fault.what = model::fault_plan::kind::die;
+            s.options.fault.what = pci::fault_kind::die;
         } else if (a == "--fault-after") {
             s.options.fault.after_commands = static_cast<std::uint32_t>(number(a, value(), 0, 0xffffffffu));
         } else if (a == "--fault-function") {
@@ -220,9 +263,9 @@ settings parse(int argc, char** argv) {
         } else if (a == "--die-after-ms") {
             s.die_after = std::chrono::milliseconds(number(a, value(), 0, max_after_ms));
         } else if (a == "--report-ledger") {
-            s.options.on_ledger = [](const model::ledger_entry& e) {
+            s.options.on_ledger = [](const std::string& ledger_line) {
                 // one write and a flush per line: a harness reading the pipe sees each as it comes
-                const std::string line = model::to_string(e) + "\n";
+                const std::string line = ledger_line + "\n";
                 std::fwrite(line.data(), 1, line.size(), stdout);
                 std::fflush(stdout);
             };
@@ -240,15 +283,8 @@ settings parse(int argc, char** argv) {
             bad("unknown option '" + std::string(a) + "'");
         }
     }
-    if (s.family.empty()) {
-        bad("--family is required");
-    }
-    if (s.family == "bnxt") {
-        bad("family bnxt is not supported yet");
-    }
-    if (s.family != "mlx5") {
-        bad("unknown family '" + s.family + "' (mlx5)");
-    }
+    s.family = &family_named(family);
+    family_checks(s, family_options, fatal, fail);
     if (s.socket_dir.empty()) {
         bad("--socket-dir is required");
     }
@@ -322,18 +358,18 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "rig-nicsim: cannot create the capture file %s\n", s.capture.c_str());
         return 1;
     }
-    std::vector<std::unique_ptr<model::function_model>> functions;
+    std::vector<std::unique_ptr<sim::served_function>> functions;
     std::vector<std::unique_ptr<rig::sim::vfio_user::server>> servers;
     for (unsigned k = 0; k < s.functions; ++k) {
-        model::function_options o = s.options;
-        o.function_index = static_cast<std::uint16_t>(k);
-        o.firmware.mac = mac_number(k);
+        sim::common_options o = s.options;
+        o.index = static_cast<std::uint16_t>(k);
+        o.mac = mac_number(k);
         if (s.fault_function && *s.fault_function != k) {
             o.fault = {};
         }
-        functions.push_back(std::make_unique<model::function_model>(o));
-        const std::string path = s.socket_dir + "/" + s.family + "-" + std::to_string(k) + ".sock";
-        auto srv = rig::sim::vfio_user::server::create(path, *functions.back());
+        functions.push_back(s.family->make(o));
+        const std::string path = s.socket_dir + "/" + std::string(s.family->name) + "-" + std::to_string(k) + ".sock";
+        auto srv = rig::sim::vfio_user::server::create(path, functions.back()->device());
         if (!srv) {
             std::fprintf(stderr, "rig-nicsim: %s\n", srv.error().c_str());
             servers.clear();  // removes the sockets made so far

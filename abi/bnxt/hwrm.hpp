@@ -123,6 +123,40 @@ constexpr std::string_view hwrm_err_code_name(std::uint16_t code) noexcept {
     }
 }
 
+// The request's name without the HWRM_ prefix (bnxt_hsi.h `cmd_nums`), "" for a req_type not
+// declared above. Errors and the command trace name requests by it.
+constexpr std::string_view hwrm_req_type_name(std::uint16_t req_type) noexcept {
+    switch (req_type) {
+    case HWRM_VER_GET: return "VER_GET";
+    case HWRM_ERROR_RECOVERY_QCFG: return "ERROR_RECOVERY_QCFG";
+    case HWRM_FUNC_DRV_IF_CHANGE: return "FUNC_DRV_IF_CHANGE";
+    case HWRM_FUNC_RESET: return "FUNC_RESET";
+    case HWRM_FUNC_QCAPS: return "FUNC_QCAPS";
+    case HWRM_FUNC_QCFG: return "FUNC_QCFG";
+    case HWRM_FUNC_CFG: return "FUNC_CFG";
+    case HWRM_FUNC_DRV_UNRGTR: return "FUNC_DRV_UNRGTR";
+    case HWRM_FUNC_DRV_RGTR: return "FUNC_DRV_RGTR";
+    case HWRM_PORT_MAC_CFG: return "PORT_MAC_CFG";
+    case HWRM_PORT_PHY_QCFG: return "PORT_PHY_QCFG";
+    case HWRM_QUEUE_QPORTCFG: return "QUEUE_QPORTCFG";
+    case HWRM_VNIC_ALLOC: return "VNIC_ALLOC";
+    case HWRM_VNIC_FREE: return "VNIC_FREE";
+    case HWRM_VNIC_CFG: return "VNIC_CFG";
+    case HWRM_RING_ALLOC: return "RING_ALLOC";
+    case HWRM_RING_FREE: return "RING_FREE";
+    case HWRM_CFA_L2_FILTER_ALLOC: return "CFA_L2_FILTER_ALLOC";
+    case HWRM_CFA_L2_FILTER_FREE: return "CFA_L2_FILTER_FREE";
+    case HWRM_STAT_CTX_ALLOC: return "STAT_CTX_ALLOC";
+    case HWRM_STAT_CTX_FREE: return "STAT_CTX_FREE";
+    case HWRM_FUNC_RESOURCE_QCAPS: return "FUNC_RESOURCE_QCAPS";
+    case HWRM_FUNC_BACKING_STORE_QCAPS: return "FUNC_BACKING_STORE_QCAPS";
+    case HWRM_FUNC_BACKING_STORE_CFG: return "FUNC_BACKING_STORE_CFG";
+    case HWRM_FUNC_BACKING_STORE_CFG_V2: return "FUNC_BACKING_STORE_CFG_V2";
+    case HWRM_FUNC_BACKING_STORE_QCAPS_V2: return "FUNC_BACKING_STORE_QCAPS_V2";
+    default: return "";
+    }
+}
+
 // flags and enumerations of the bring-up requests (values as in bnxt_hsi.h)
 inline constexpr std::uint32_t VER_GET_RESP_DEV_CAPS_CFG_SHORT_CMD_SUPPORTED = 0x4;
 inline constexpr std::uint32_t VER_GET_RESP_DEV_CAPS_CFG_SHORT_CMD_REQUIRED = 0x8;
@@ -168,6 +202,7 @@ inline constexpr std::uint32_t FUNC_BACKING_STORE_CFG_REQ_ENABLES_TQM_RING0 = 0x
 inline constexpr std::uint32_t FUNC_BACKING_STORE_CFG_REQ_ENABLES_MRAV = 0x4000;
 inline constexpr std::uint32_t FUNC_BACKING_STORE_CFG_REQ_ENABLES_TIM = 0x8000;
 inline constexpr std::uint32_t FUNC_BACKING_STORE_CFG_REQ_ENABLES_TQM_RING8 = 0x10000;
+inline constexpr std::uint32_t FUNC_BACKING_STORE_CFG_REQ_ENABLES_QP_FAST_QPMD = 0x200000;
 inline constexpr std::uint16_t FUNC_BACKING_STORE_QCAPS_V2_REQ_TYPE_QP = 0x0;
 inline constexpr std::uint16_t FUNC_BACKING_STORE_QCAPS_V2_REQ_TYPE_SRQ = 0x1;
 inline constexpr std::uint16_t FUNC_BACKING_STORE_QCAPS_V2_REQ_TYPE_CQ = 0x2;
@@ -213,6 +248,13 @@ inline constexpr std::uint8_t PG_SIZE_64K = 0x2;
 inline constexpr std::uint8_t PG_SIZE_2M = 0x3;
 inline constexpr std::uint8_t PG_SIZE_8M = 0x4;
 inline constexpr std::uint8_t PG_SIZE_1G = 0x5;
+// Page-table entries of context memory and rings (roce_hsi.h ptu_pte / ptu_pde): 8-byte DMA
+// addresses with these low bits. Context tables set VALID only; rings also mark their last two
+// PTEs (bnxt.c bnxt_alloc_ring, BNXT_RMEM_VALID_PTE_FLAG / BNXT_RMEM_RING_PTE_FLAG).
+inline constexpr std::uint64_t PTU_PTE_VALID = 0x1;
+inline constexpr std::uint64_t PTU_PTE_LAST = 0x2;
+inline constexpr std::uint64_t PTU_PTE_NEXT_TO_LAST = 0x4;
+inline constexpr std::uint64_t PTU_PDE_VALID = 0x1;
 
 // ---- headers ------------------------------------------------------------------------------------
 

@@ -477,4 +477,105 @@ RIG_BNXT_LAYOUT(hwrm_cfa_l2_filter_alloc_input, 96, RIG_BNXT_HWRM_CFA_L2_FILTER_
     RIG_BNXT_HWRM_VALID(W, 24)
 RIG_BNXT_LAYOUT(hwrm_cfa_l2_filter_alloc_output, 24, RIG_BNXT_HWRM_CFA_L2_FILTER_ALLOC_OUTPUT);
 
+// ---- the model's further bring-up requests (sim/bnxt): resource caps, frees, the PHY, events ---
+
+#define RIG_BNXT_HWRM_FUNC_RESOURCE_QCAPS_INPUT(W, D, F, A)        \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_RESOURCE_QCAPS)              \
+    D(fid, std::uint16_t, 16, 0xffff)
+RIG_BNXT_LAYOUT(hwrm_func_resource_qcaps_input, 24, RIG_BNXT_HWRM_FUNC_RESOURCE_QCAPS_INPUT);
+
+// What FUNC_CFG may reserve (the "new resource manager": bnxt_en uses FUNC_CFG reservations
+// when this request succeeds, bnxt.c bnxt_hwrm_func_resc_qcaps).
+#define RIG_BNXT_HWRM_FUNC_RESOURCE_QCAPS_OUTPUT(W, D, F, A)       \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(max_vfs, std::uint16_t, 8)                                   \
+    W(max_msix, std::uint16_t, 10)                                 \
+    W(vf_reservation_strategy, std::uint16_t, 12)                  \
+    W(min_rsscos_ctx, std::uint16_t, 14)                           \
+    W(max_rsscos_ctx, std::uint16_t, 16)                           \
+    W(min_cmpl_rings, std::uint16_t, 18)                           \
+    W(max_cmpl_rings, std::uint16_t, 20)                           \
+    W(min_tx_rings, std::uint16_t, 22)                             \
+    W(max_tx_rings, std::uint16_t, 24)                             \
+    W(min_rx_rings, std::uint16_t, 26)                             \
+    W(max_rx_rings, std::uint16_t, 28)                             \
+    W(min_l2_ctxs, std::uint16_t, 30)                              \
+    W(max_l2_ctxs, std::uint16_t, 32)                              \
+    W(min_vnics, std::uint16_t, 34)                                \
+    W(max_vnics, std::uint16_t, 36)                                \
+    W(min_stat_ctx, std::uint16_t, 38)                             \
+    W(max_stat_ctx, std::uint16_t, 40)                             \
+    W(min_hw_ring_grps, std::uint16_t, 42)                         \
+    W(max_hw_ring_grps, std::uint16_t, 44)                         \
+    W(max_tx_scheduler_inputs, std::uint16_t, 46)                  \
+    W(flags, std::uint16_t, 48)                                    \
+    W(min_msix, std::uint16_t, 50)                                 \
+    RIG_BNXT_HWRM_VALID(W, 88)
+RIG_BNXT_LAYOUT(hwrm_func_resource_qcaps_output, 88, RIG_BNXT_HWRM_FUNC_RESOURCE_QCAPS_OUTPUT);
+
+#define RIG_BNXT_HWRM_VNIC_FREE_INPUT(W, D, F, A)                  \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_VNIC_FREE)                        \
+    W(vnic_id, std::uint32_t, 16)
+RIG_BNXT_LAYOUT(hwrm_vnic_free_input, 24, RIG_BNXT_HWRM_VNIC_FREE_INPUT);
+
+#define RIG_BNXT_HWRM_CFA_L2_FILTER_FREE_INPUT(W, D, F, A)         \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_CFA_L2_FILTER_FREE)               \
+    W(l2_filter_id, std::uint64_t, 16)
+RIG_BNXT_LAYOUT(hwrm_cfa_l2_filter_free_input, 24, RIG_BNXT_HWRM_CFA_L2_FILTER_FREE_INPUT);
+
+#define RIG_BNXT_HWRM_PORT_PHY_QCFG_INPUT(W, D, F, A)              \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_PORT_PHY_QCFG)                    \
+    W(port_id, std::uint16_t, 16)
+RIG_BNXT_LAYOUT(hwrm_port_phy_qcfg_input, 24, RIG_BNXT_HWRM_PORT_PHY_QCFG_INPUT);
+
+// The link as bnxt_en reads it (bnxt.c bnxt_update_link): link, link_speed in 100 Mb/s units
+// (PORT_PHY_QCFG_RESP_LINK_SPEED_*), duplex, the speeds supported, the PHY and its media.
+#define RIG_BNXT_HWRM_PORT_PHY_QCFG_OUTPUT(W, D, F, A)             \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(link, std::uint8_t, 8)                                       \
+    W(active_fec_signal_mode, std::uint8_t, 9)                     \
+    W(link_speed, std::uint16_t, 10)                               \
+    W(duplex_cfg, std::uint8_t, 12)                                \
+    W(pause, std::uint8_t, 13)                                     \
+    W(support_speeds, std::uint16_t, 14)                           \
+    W(force_link_speed, std::uint16_t, 16)                         \
+    W(auto_mode, std::uint8_t, 18)                                 \
+    W(auto_pause, std::uint8_t, 19)                                \
+    W(auto_link_speed, std::uint16_t, 20)                          \
+    W(auto_link_speed_mask, std::uint16_t, 22)                     \
+    W(phy_type, std::uint8_t, 35)                                  \
+    W(media_type, std::uint8_t, 36)                                \
+    W(duplex_state, std::uint8_t, 54)                              \
+    W(option_flags, std::uint8_t, 55)                              \
+    W(support_pam4_speeds, std::uint16_t, 88)                      \
+    W(support_speeds2, std::uint16_t, 96)                          \
+    W(active_lanes, std::uint8_t, 102)                             \
+    RIG_BNXT_HWRM_VALID(W, 104)
+RIG_BNXT_LAYOUT(hwrm_port_phy_qcfg_output, 104, RIG_BNXT_HWRM_PORT_PHY_QCFG_OUTPUT);
+
+// An asynchronous event on a completion ring (type HWRM_ASYNC_EVENT 0x2e): v is the ring's
+// phase bit, as in every completion.
+#define RIG_BNXT_HWRM_ASYNC_EVENT_CMPL(W, D, F, A)                 \
+    F(type, std::uint16_t, 0, 0x3f, 0)                             \
+    W(event_id, std::uint16_t, 2)                                  \
+    W(event_data2, std::uint32_t, 4)                               \
+    F(v, std::uint8_t, 8, 0x01, 0)                                 \
+    F(opaque, std::uint8_t, 8, 0xfe, 1)                            \
+    W(timestamp_lo, std::uint8_t, 9)                               \
+    W(timestamp_hi, std::uint16_t, 10)                             \
+    W(event_data1, std::uint32_t, 12)
+RIG_BNXT_LAYOUT(hwrm_async_event_cmpl, 16, RIG_BNXT_HWRM_ASYNC_EVENT_CMPL);
+
+inline constexpr std::uint8_t PORT_PHY_QCFG_RESP_LINK_NO_LINK = 0x0;
+inline constexpr std::uint8_t PORT_PHY_QCFG_RESP_LINK_LINK = 0x2;
+inline constexpr std::uint16_t PORT_PHY_QCFG_RESP_LINK_SPEED_100GB = 0x3e8;
+inline constexpr std::uint16_t PORT_PHY_QCFG_RESP_LINK_SPEED_200GB = 0x7d0;
+inline constexpr std::uint16_t PORT_PHY_QCFG_RESP_SUPPORT_SPEEDS_100GB = 0x800;
+inline constexpr std::uint8_t PORT_PHY_QCFG_RESP_DUPLEX_STATE_FULL = 0x1;
+inline constexpr std::uint16_t ASYNC_EVENT_CMPL_TYPE_HWRM_ASYNC_EVENT = 0x2e;
+inline constexpr std::uint16_t ASYNC_EVENT_CMPL_EVENT_ID_LINK_STATUS_CHANGE = 0x0;
+inline constexpr std::uint32_t FUNC_CFG_REQ_ENABLES_ASYNC_EVENT_CR = 0x4000;
+inline constexpr std::uint8_t RING_ALLOC_REQ_RING_TYPE_RX_AGG = 0x4;
+inline constexpr std::uint32_t CFA_L2_FILTER_ALLOC_REQ_FLAGS_TRAFFIC_MASK = 0x30;
+
 }  // namespace rig::bnxt::abi

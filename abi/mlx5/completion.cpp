@@ -42,56 +42,6 @@ std::string_view to_string(cqe_opcode o) noexcept {
     return "unknown";
 }
 
-cqe_error cqe_error_from_syndrome(std::uint8_t syndrome) noexcept {
-    switch (syndrome) {
-    case 0x01: case 0x02: case 0x04: case 0x05: case 0x06: case 0x10: case 0x11: case 0x12:
-    case 0x13: case 0x14: case 0x15: case 0x16: case 0x22:
-        return static_cast<cqe_error>(syndrome);
-    default:
-        return cqe_error::unknown;
-    }
-}
-
-namespace {
-bool known_opcode(std::uint8_t op) {
-    switch (op) {
-    case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 12: case 13: case 14: case 15:
-        return true;
-    default:
-        return false;
-    }
-}
-}  // namespace
-
-std::expected<completion, std::string> decode(std::span<const std::byte, cqe_size> c) {
-    const std::uint8_t op_own = cqe_op_own(c);
-    const std::uint8_t opcode = op_own >> 4;
-    if (!known_opcode(opcode)) {
-        return std::unexpected("mlx5 CQE: unknown opcode " + std::to_string(opcode) + " (op_own " +
-                               hex(op_own) + ")");
-    }
-    completion x{};
-    x.opcode = static_cast<cqe_opcode>(opcode);
-    x.format = (op_own >> 2) & 3;
-    x.solicited = (op_own & 2) != 0;
-    x.owner = (op_own & 1) != 0;
-    const std::uint32_t sop_drop_qpn = load_be<std::uint32_t>(c.data() + cqe_offset::sop_drop_qpn);
-    x.qpn = sop_drop_qpn & 0xffffff;
-    x.send_opcode = static_cast<std::uint8_t>(sop_drop_qpn >> 24);
-    x.wqe_counter = load_be<std::uint16_t>(c.data() + cqe_offset::wqe_counter);
-    x.byte_count = load_be<std::uint32_t>(c.data() + cqe_offset::byte_cnt);
-    x.immediate = load_be<std::uint32_t>(c.data() + cqe_offset::imm_inval_pkey);
-    x.error = cqe_error::none;
-    if (x.opcode == cqe_opcode::req_err || x.opcode == cqe_opcode::resp_err) {
-        x.syndrome = static_cast<std::uint8_t>(c[cqe_offset::syndrome]);
-        x.vendor_syndrome = static_cast<std::uint8_t>(c[cqe_offset::vendor_err_synd]);
-        x.error = cqe_error_from_syndrome(x.syndrome);
-        // an error CQE reuses byte_cnt's place for nothing useful: report no bytes moved
-        x.byte_count = 0;
-    }
-    return x;
-}
-
 void encode(std::span<std::byte, cqe_size> c, const completion& x) noexcept {
     std::memset(c.data(), 0, cqe_size);
     store_be<std::uint32_t>(c.data() + cqe_offset::imm_inval_pkey, x.immediate);

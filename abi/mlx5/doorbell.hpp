@@ -39,11 +39,16 @@ inline constexpr std::uint32_t cq_dbr_set_ci(std::uint32_t consumer_index) noexc
 }
 
 // ---- UAR page registers (offsets inside one 4 KiB UAR page of BAR0) -------------------------
-inline constexpr std::size_t uar_page_size = 4096;           // log_uar_page_sz = 0
+// The one definition of each for the driver, the firmware layer and the model; pinned to
+// linux-source-6.12 by test/unit/mlx5_doorbell. A UAR is one adapter page (device.h
+// MLX5_ADAPTER_PAGE_SHIFT 12; Rig sets log_uar_page_sz 0): UAR n is BAR0 + n * uar_page_size.
+inline constexpr std::size_t uar_page_size = 4096;
 namespace uar {
-inline constexpr std::size_t cq_doorbell = 0x20;             // MLX5_CQ_DOORBELL: arm, 64-bit
-inline constexpr std::size_t eq_doorbell_arm = 0x40;         // EQ consumer index + arm
-inline constexpr std::size_t eq_doorbell_no_arm = 0x48;      // EQ consumer index only
+inline constexpr std::size_t cq_doorbell = 0x20;             // doorbell.h MLX5_CQ_DOORBELL: arm, 64-bit
+// EQ doorbells (core/eq.c MLX5_EQ_DOORBELL_OFFSET 0x40; lib/eq.h eq_update_ci writes
+// eq->doorbell + (arm ? 0 : 2) be32 words): the consumer index and arm, or the index only.
+inline constexpr std::size_t eq_doorbell_arm = 0x40;
+inline constexpr std::size_t eq_doorbell_no_arm = 0x48;
 inline constexpr std::size_t bf_offset = 0x800;              // MLX5_BF_OFFSET: first bfreg
 inline constexpr std::size_t bfregs_per_uar = 4;             // MLX5_BFREGS_PER_UAR
 }  // namespace uar

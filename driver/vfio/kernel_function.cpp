@@ -137,7 +137,11 @@ public:
                                         ENOTSUP));
         }
         if (mode == caching::write_combining) {
-            // vfio-pci maps BARs uncached (pgprot_noncached); user space cannot ask otherwise
+            // vfio-pci maps every BAR uncached (Linux 6.12 vfio_pci_core.c vfio_pci_core_mmap:
+            // vm_page_prot = pgprot_noncached); <linux/vfio.h> has no flag or feature asking
+            // for write-combining. sysfs resourceN_wc would give it, but outside vfio-pci, which
+            // zaps its own mappings while memory is disabled or the function resets
+            // (vfio_pci_zap_and_down_write_memory_lock) and would not zap that one.
             log().debug("{}: {}: write-combining asked; vfio-pci maps uncached", _bdf, what);
         }
         const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));

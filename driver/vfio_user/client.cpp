@@ -325,7 +325,7 @@ void client::release() noexcept {
         fds.clear();
     }
     _windows.clear();
-    for (auto& [idx, b] : _bars) {
+    for (auto& [key, b] : _bars) {
         ::munmap(b.base, (b.size + page - 1) / page * page);
     }
     _bars.clear();

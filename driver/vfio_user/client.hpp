@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "abi/vfio_user/protocol.hpp"
 #include "driver/function.hpp"
@@ -115,7 +116,7 @@ private:
 
     iova_allocator _iova;
     std::map<std::uint64_t, window> _windows;   // by IOVA
-    std::map<unsigned, bar_mapping> _bars;
+    std::map<std::pair<unsigned, caching>, bar_mapping> _bars;   // by BAR and the caching asked for
     std::array<std::vector<int>, 3> _irq_fds;   // by irq_kind
     bool _released = false;
 };

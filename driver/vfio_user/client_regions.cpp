@@ -120,7 +120,10 @@ result<bar_mapping> client::map_bar(region index, caching mode) {
     if (idx >= bar_count) {
         return std::unexpected(fail("map_bar", _name, "region " + std::to_string(idx) + " is not a BAR", EINVAL));
     }
-    if (auto it = _bars.find(idx); it != _bars.end()) {
+    // One mapping per caching asked for: the server's pages are ordinary memory, so a
+    // write-combining request (the UAR's) gets its own mapping of them, apart from the uncached
+    // one bring-up made, both really write-back.
+    if (auto it = _bars.find({idx, mode}); it != _bars.end()) {
         return it->second;
     }
     auto e = query_region(index);
@@ -154,8 +157,8 @@ result<bar_mapping> client::map_bar(region index, caching mode) {
             return std::unexpected(os_error("mmap of a BAR area", _name, err));
         }
     }
-    bar_mapping b{index, static_cast<std::byte*>(base), e->info.size, e->info.mappable, mode};
-    _bars.emplace(idx, b);
+    bar_mapping b{index, static_cast<std::byte*>(base), e->info.size, e->info.mappable, caching::write_back};
+    _bars.emplace(std::pair{idx, mode}, b);
     return b;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "abi/barriers.hpp"
 #include "abi/bits.hpp"
 #include "abi/mlx5/ifc/init_seg.hpp"
 #include "firmware/log.hpp"
@@ -411,7 +412,7 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
     constexpr std::size_t own_byte = entry_layout::ownership.byte_offset();
     static_assert(own_byte == cmdq::entry_bytes - 1);
     std::memcpy(entry, image.data(), own_byte);
-    std::atomic_thread_fence(std::memory_order_release);
+    ::rig::abi::barrier::to_device();   // the entry before the ownership byte that hands it over
     std::atomic_ref<std::byte>(entry[own_byte]).store(image[own_byte], std::memory_order_release);
 
     const auto strand = [&] {
@@ -509,7 +510,8 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
         }
     }
     // _lock held again: the slot is free for the next command once its result is copied out.
-    std::atomic_thread_fence(std::memory_order_acquire);
+    // the result's loads from the entry and mailboxes done before the slot may be reused
+    ::rig::abi::barrier::from_device();
     _slot_busy[slot] = false;
     _done.notify_all();
 

@@ -1,18 +1,10 @@
 #include "firmware/mlx5/command_trace.hpp"
 
+#include "abi/bits.hpp"
+
 namespace rig::firmware::mlx5 {
 
-std::string to_hex(std::span<const std::byte> bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(bytes.size() * 2);
-    for (const std::byte b : bytes) {
-        const auto v = std::to_integer<unsigned>(b);
-        s += digits[v >> 4];
-        s += digits[v & 0xf];
-    }
-    return s;
-}
+std::string to_hex(std::span<const std::byte> bytes) { return ::rig::abi::hex_bytes(bytes); }
 
 std::string to_json(const command_record& r) {
     // The name comes from our own opcode table (upper-case letters, digits, '_'): nothing to escape.

@@ -14,7 +14,9 @@
 #include <string>
 #include <utility>
 
+#include "abi/barriers.hpp"
 #include "abi/bits.hpp"
+#include "abi/mlx5/doorbell.hpp"
 #include "abi/mlx5/ifc/eqe.hpp"
 #include "firmware/log.hpp"
 #include "firmware/mlx5/objects.hpp"
@@ -23,29 +25,24 @@ namespace rig::firmware::mlx5 {
 
 namespace {
 
+namespace barrier = ::rig::abi::barrier;
+
 using ifc::event_type;
 constexpr std::size_t eqe_bytes = ifc::eqe::size_bytes;
 static_assert(eqe_bytes == 64);
 constexpr std::size_t owner_byte = ifc::eqe::owner.byte_offset();
 static_assert(owner_byte == 0x3f);
 
-// UAR doorbells of an EQ (§4.1; kernel eq.c MLX5_EQ_DOORBEL_OFFSET, rdma-core eq_update_ci):
-// +0x40 writes the consumer index and arms the EQ (the device raises the EQ's interrupt for the
-// next EQE), +0x48 writes it without arming. A UAR is one 4 KiB page of BAR0 (log_uar_page_sz 0).
-constexpr std::uint64_t uar_page_bytes = 4096;
-constexpr std::uint64_t eq_doorbell_arm = 0x40;
-constexpr std::uint64_t eq_doorbell_no_arm = 0x48;
+// UAR doorbells of an EQ (§4.1, abi/mlx5/doorbell.hpp): +0x40 writes the consumer index and
+// arms the EQ (the device raises the EQ's interrupt for the next EQE), +0x48 writes it without
+// arming. A UAR is one 4 KiB page of BAR0.
+constexpr std::uint64_t uar_page_bytes = ::rig::mlx5::abi::uar_page_size;
+constexpr std::uint64_t eq_doorbell_arm = ::rig::mlx5::abi::uar::eq_doorbell_arm;
+constexpr std::uint64_t eq_doorbell_no_arm = ::rig::mlx5::abi::uar::eq_doorbell_no_arm;
 // The EQ is created with this many entries beyond what it must hold; the firmware counts an
 // EQ whose consumer index lags further behind as overrun, so the index is written back at
 // least this often while draining (kernel MLX5_NUM_SPARE_EQE, §4.7).
 constexpr std::uint32_t spare_eqes = 0x80;
-
-// rdma-core udma_from_device_barrier: the EQE's body is read only after its owner byte said
-// software owns it; the device wrote the body before the owner byte.
-inline void from_device_barrier() noexcept { std::atomic_thread_fence(std::memory_order_acquire); }
-// rdma-core udma_to_device_barrier: everything read from the EQ is done before the doorbell
-// tells the device those entries are free.
-inline void to_device_barrier() noexcept { std::atomic_thread_fence(std::memory_order_release); }
 
 // The events the async EQ asks for (kernel eq.c gather_async_events_mask, rdma-core
 // create_async_eqs): command completions and page requests as in rdma-core, port changes, the
@@ -174,7 +171,9 @@ result<void> events::ring_doorbell(bool arm) {
     std::array<std::byte, 4> be{};
     abi::store_be<std::uint32_t>(be.data(), value);
     const std::uint64_t offset = arm ? eq_doorbell_arm : eq_doorbell_no_arm;
-    to_device_barrier();
+    // Everything read from the EQ is done before the doorbell tells the device those entries
+    // are free: loads before a later store, which from_device orders (aarch64 `dmb oshld`).
+    barrier::from_device();
     if (_doorbell != nullptr) {
         std::uint32_t word = 0;
         std::memcpy(&word, be.data(), 4);
@@ -269,7 +268,7 @@ bool events::drain() {
         if ((owner & 1u) != ((_ci >> log_nent) & 1u)) {
             break;
         }
-        from_device_barrier();
+        barrier::from_device();   // the EQE's body only after its owner byte said it is ours
         std::memcpy(copy.data(), e, eqe_bytes);
         ++_ci;
         count(&event_counts::eqes);

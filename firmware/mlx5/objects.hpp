@@ -28,6 +28,7 @@
 #include "abi/mlx5/ifc/qp.hpp"
 #include "driver/dma_memory.hpp"
 #include "driver/function.hpp"
+#include "firmware/mapped_memory.hpp"
 #include "firmware/mlx5/command_queue.hpp"
 #include "firmware/mlx5/error.hpp"
 #include "firmware/mlx5/stranded.hpp"
@@ -50,36 +51,8 @@ result<void> dealloc_uar(command_queue& q, std::uint32_t uar, deadline by);
 result<std::uint32_t> alloc_pd(command_queue& q, deadline by);
 result<void> dealloc_pd(command_queue& q, std::uint32_t pd, deadline by);
 
-// ---- DMA memory mapped for the device ----------------------------------------------------
-class mapped_memory {
-public:
-    // bytes rounded up to 4 KiB pages, zero-filled, mapped read-write at a 4 KiB aligned IOVA.
-    static result<mapped_memory> create(driver::function& fn, std::size_t bytes, std::string what);
-
-    mapped_memory() = default;
-    mapped_memory(mapped_memory&& o) noexcept;
-    mapped_memory& operator=(mapped_memory&& o) noexcept;
-    mapped_memory(const mapped_memory&) = delete;
-    mapped_memory& operator=(const mapped_memory&) = delete;
-    ~mapped_memory();  // still mapped: kept for the life of the process (see above)
-
-    std::byte* data() const noexcept { return _memory.data(); }
-    std::size_t size() const noexcept { return _size; }
-    std::uint64_t iova() const noexcept { return _iova; }
-    bool mapped() const noexcept { return _mapped; }
-    const std::string& what() const noexcept { return _what; }
-    void name(std::string what) { _what = std::move(what); }  // once the firmware numbered it
-
-    void release(driver::function& fn);        // unmapped and freed
-    void strand(stranded_memory& stranded);  // handed to `stranded`, never freed
-
-private:
-    driver::dma_memory _memory;
-    std::uint64_t _iova = 0;
-    std::size_t _size = 0;
-    bool _mapped = false;
-    std::string _what;
-};
+// ---- DMA memory mapped for the device: firmware/mapped_memory.hpp ----------------------
+using firmware::mapped_memory;
 
 // ---- event queue (§3.5) -------------------------------------------------------------------
 struct eq_params {

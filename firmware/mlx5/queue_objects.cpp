@@ -54,11 +54,7 @@ std::vector<std::byte> with_pages(ifc::opcode op, const page_list& pages) {
 // stranded when the firmware may still name it.
 template <class T>
 result<T> refused(error e, mapped_memory& memory, driver::function& fn, stranded_memory& stranded) {
-    if (detail::firmware_may_hold(e)) {
-        memory.strand(stranded);
-    } else {
-        memory.release(fn);
-    }
+    memory.let_go(fn, stranded, detail::firmware_may_hold(e));
     return std::unexpected(std::move(e));
 }
 
@@ -95,7 +91,7 @@ result<eq> eq::create(command_queue& q, driver::function& fn, stranded_memory& s
     const std::size_t bytes = std::size_t{64} << params.log_size;
     auto memory = mapped_memory::create(fn, bytes, "EQ buffer");
     if (!memory) {
-        return std::unexpected(std::move(memory.error()));
+        return std::unexpected(transport_error(std::move(memory.error())));
     }
     // Every EQE's owner bit 1 before CREATE_EQ (MLX5_EQE_OWNER_INIT_VAL): the device writes 0
     // on its first pass.
@@ -141,7 +137,7 @@ result<cq> cq::create(command_queue& q, driver::function& fn, stranded_memory& s
     c._params = params;
     auto memory = mapped_memory::create(fn, c.dbr_offset() + 64, "CQ buffer");
     if (!memory) {
-        return std::unexpected(std::move(memory.error()));
+        return std::unexpected(transport_error(std::move(memory.error())));
     }
     // Every CQE's op_own (byte 0x3f) = 0xf0: opcode INVALID (15), owner 0 (K-IB init_cq_buf,
     // rdma-core cq.c; abi/mlx5/completion.hpp cqe_opcode::invalid).
@@ -187,7 +183,7 @@ result<qp> qp::create(command_queue& q, driver::function& fn, stranded_memory& s
     p._params = params;
     auto memory = mapped_memory::create(fn, p.dbr_offset() + 64, "QP buffer");
     if (!memory) {
-        return std::unexpected(std::move(memory.error()));
+        return std::unexpected(transport_error(std::move(memory.error())));
     }
     using In = ifc::create_qp_in;
     constexpr auto qpc = In::qpc;

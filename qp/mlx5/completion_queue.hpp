@@ -16,15 +16,16 @@
 #include <optional>
 #include <span>
 
+#include "abi/barriers.hpp"
 #include "abi/mlx5/completion.hpp"
 #include "abi/mlx5/doorbell.hpp"
-#include "qp/barriers.hpp"
 #include "qp/mlx5/device_words.hpp"
 #include "qp/ring.hpp"
 
 namespace rig::qp::mlx5 {
 
 namespace abi = ::rig::mlx5::abi;
+namespace barrier = ::rig::abi::barrier;
 
 struct completion_queue_memory {
     std::span<std::byte> ring;             // 2^n 64-byte CQEs, initialised to opcode INVALID
@@ -59,11 +60,10 @@ public:
     completion_queue(completion_queue_memory m, std::uint32_t cqn);
 
     // The next CQE, if the NIC has written it, decoded into `c` (true); its slot is then given
-    // back to the NIC. False, and `c` untouched, while the NIC has not written it. A CQE whose
-    // opcode abi does not know comes back with that raw opcode and error `unknown` (the caller
-    // fails the queue pair it names); never an exception. The hot form: `c` is the caller's, so
-    // the fields are stored once, where they are read (a returned struct built from narrow
-    // stores and copied out measured ~2x the poll cost: store-forwarding stalls).
+    // back to the NIC. False, and `c` untouched, while the NIC has not written it. Decoded by
+    // abi::decode: a CQE whose opcode mlx5dv.h does not name comes back with that raw opcode
+    // and error `unknown` (the caller fails the queue pair it names); never an exception. The
+    // hot form: `c` is the caller's (abi::decode says why).
     bool poll(abi::completion& c) noexcept {
         std::byte* slot = ring_.data() + (ci_ & mask_) * abi::cqe_size;
         const std::span<const std::byte, abi::cqe_size> cqe(slot, abi::cqe_size);
@@ -71,7 +71,7 @@ public:
             return false;
         }
         barrier::from_device();   // the owner bit before the rest of the CQE
-        decode(cqe, c);
+        abi::decode(cqe, c);      // the decoder pinned to mlx5dv.h (test/unit/mlx5_wqe)
         ++ci_;
         // The CQE's loads before the store that lets the NIC reuse its slot: x86-64 keeps loads
         // ahead of later stores (TSO), so this only stops the compiler; on aarch64 `dmb oshst`
@@ -111,38 +111,6 @@ public:
     std::uint32_t size() const noexcept { return mask_ + 1; }
 
 private:
-    // The fields of a CQE at abi's offsets (cqe_offset, mlx5dv.h struct mlx5_cqe64), decoded here
-    // rather than by abi::decode, whose std::string error alternative costs on every CQE.
-    static void decode(std::span<const std::byte, abi::cqe_size> c, abi::completion& x) noexcept {
-        using ::rig::abi::load_be;
-        namespace at = abi::cqe_offset;
-        const std::uint8_t op_own = abi::cqe_op_own(c);
-        x.opcode = static_cast<abi::cqe_opcode>(op_own >> 4);
-        x.format = static_cast<std::uint8_t>((op_own >> 2) & 3);
-        x.solicited = (op_own & 2) != 0;
-        x.owner = (op_own & 1) != 0;
-        const std::uint32_t sop_drop_qpn = load_be<std::uint32_t>(c.data() + at::sop_drop_qpn);
-        x.qpn = sop_drop_qpn & 0xffffff;
-        x.send_opcode = static_cast<std::uint8_t>(sop_drop_qpn >> 24);
-        x.wqe_counter = load_be<std::uint16_t>(c.data() + at::wqe_counter);
-        x.byte_count = load_be<std::uint32_t>(c.data() + at::byte_cnt);
-        x.immediate = load_be<std::uint32_t>(c.data() + at::imm_inval_pkey);
-        x.error = abi::cqe_error::none;
-        x.syndrome = 0;
-        x.vendor_syndrome = 0;
-        if (!known(op_own >> 4)) [[unlikely]] {
-            x.error = abi::cqe_error::unknown;   // handed back raw: the caller fails its QP
-            x.byte_count = 0;
-        } else if (x.opcode == abi::cqe_opcode::req_err || x.opcode == abi::cqe_opcode::resp_err) {
-            x.syndrome = static_cast<std::uint8_t>(c[at::syndrome]);
-            x.vendor_syndrome = static_cast<std::uint8_t>(c[at::vendor_err_synd]);
-            x.error = abi::cqe_error_from_syndrome(x.syndrome);
-            x.byte_count = 0;   // an error CQE's byte_cnt place says nothing
-        }
-    }
-    // opcodes mlx5dv.h names (MLX5_CQE_*): 0..6, 12..15
-    static bool known(unsigned op) noexcept { return ((0xf07fu >> op) & 1) != 0; }
-
     std::span<std::byte> ring_;
     std::uint32_t mask_;
     std::uint32_t log_size_;

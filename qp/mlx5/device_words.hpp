@@ -4,7 +4,7 @@
 // VFIO, or the model's shared UAR page over vfio-user). Each is one store the compiler may not
 // split, merge or drop (volatile, naturally aligned): the device reads the record at any time,
 // and a UAR doorbell write must reach it as one 8-byte write (reference/mlx5.md §4.1: "use
-// 8-byte doorbells"). Ordering is the caller's business (qp/barriers.hpp).
+// 8-byte doorbells"). Ordering is the caller's business (abi/barriers.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>

@@ -1,4 +1,7 @@
-// Construction checks and completion handling of the mlx5 send, receive and completion queues.
+// Construction checks and completion handling of the mlx5 send, receive and completion queues,
+// and the failures the NIC reports by event.
+#include "qp/mlx5/data_path.hpp"  // first: see its comment
+
 #include <bit>
 #include <string>
 
@@ -129,6 +132,27 @@ completion_queue::completion_queue(completion_queue_memory m, std::uint32_t cqn)
     check_aligned(m.uar_page, 8, "completion queue UAR page");
     if (cqn > 0xffffffu) {
         refuse("completion queue: cqn " + ::rig::abi::hex(cqn) + " over 24 bits");
+    }
+}
+
+// ---- failures reported by event -------------------------------------------------------------
+
+bool is_failure_event(std::uint8_t event_type) noexcept {
+    using t = ::rig::mlx5::ifc::event_type;
+    const auto type = static_cast<t>(event_type);
+    return type == t::wq_catas_error || type == t::wq_inval_req_error || type == t::wq_access_error ||
+           type == t::path_mig_failed;
+}
+
+entry_error reported_failure(std::uint8_t event_type) noexcept {
+    using t = ::rig::mlx5::ifc::event_type;
+    switch (static_cast<t>(event_type)) {
+    case t::wq_catas_error: return {"the NIC reported the queue pair's failure: WQ_CATAS_ERROR", event_type, 0, true};
+    case t::wq_inval_req_error:
+        return {"the NIC reported the queue pair's failure: WQ_INVAL_REQ_ERROR", event_type, 0, true};
+    case t::wq_access_error:
+        return {"the NIC reported the queue pair's failure: WQ_ACCESS_ERROR", event_type, 0, true};
+    default: return {"the NIC reported the queue pair's failure: PATH_MIG_FAILED", event_type, 0, true};
     }
 }
 

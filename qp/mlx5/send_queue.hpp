@@ -16,16 +16,17 @@
 #include <optional>
 #include <span>
 
+#include "abi/barriers.hpp"
 #include "abi/mlx5/completion.hpp"
 #include "abi/mlx5/doorbell.hpp"
 #include "abi/mlx5/entry.hpp"
-#include "qp/barriers.hpp"
 #include "qp/mlx5/device_words.hpp"
 #include "qp/ring.hpp"
 
 namespace rig::qp::mlx5 {
 
 namespace abi = ::rig::mlx5::abi;
+namespace barrier = ::rig::abi::barrier;
 
 // Where a send queue's memory lies (all of it set up by firmware/mlx5/objects.hpp's qp).
 struct send_queue_memory {

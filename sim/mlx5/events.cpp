@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "abi/mlx5/doorbell.hpp"
 #include "abi/mlx5/ifc/eqe.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/log.hpp"
@@ -36,8 +37,8 @@ namespace ifc = rig::mlx5::ifc;
 namespace vu = rig::sim::vfio_user;
 
 namespace {
-constexpr std::size_t eq_arm_doorbell = 0x40;     // update CI and arm (§4.1)
-constexpr std::size_t eq_update_doorbell = 0x48;  // update CI only
+constexpr std::size_t eq_arm_doorbell = ::rig::mlx5::abi::uar::eq_doorbell_arm;        // update CI and arm (§4.1)
+constexpr std::size_t eq_update_doorbell = ::rig::mlx5::abi::uar::eq_doorbell_no_arm;  // update CI only
 constexpr std::uint32_t doorbell_unwritten = 0xffffffffu;
 constexpr std::uint32_t ci_mask = 0xffffff;  // the doorbell carries 24 bits of consumer index
 constexpr std::size_t eqe_bytes = ifc::eqe::size_bytes;

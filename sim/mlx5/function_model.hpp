@@ -9,9 +9,9 @@
 //   fn.attach(*srv);
 //   srv->start();
 //
-// Config space (config_space.cpp), 4 KiB: vendor 0x15b3, device `options.device_id`
-// (ConnectX-6 Dx by default), class 0x020000, BAR0 a 64-bit prefetchable memory BAR of
-// options.bar0_size bytes; the command register, BAR0 (sizing included) and the MSI-X
+// Config space (config_space.cpp: mlx5's choices for sim/pci's config_space), 4 KiB: vendor
+// 0x15b3, device `options.device_id` (ConnectX-6 Dx by default), class 0x020000, BAR0 a 64-bit
+// prefetchable memory BAR of options.bar0_size bytes; the command register, BAR0 (sizing included) and the MSI-X
 // enable/mask bits are writable. Capabilities: MSI-X (ID 0x11) at 0x40, table size
 // firmware.msix_vectors, table and PBA in BAR0 (below); PCI Express (0x10) at 0x60, an endpoint
 // with options.link (16 GT/s x16 by default) and FLR (sim/pci/express.hpp: Initiate FLR resets
@@ -26,8 +26,9 @@
 //    the client maps (sparse mmap) and the firmware thread and data path poll (events.cpp);
 //  - the last pages (layout_of()): the MSI-X table (16 bytes a vector, rounded up to a page),
 //    then the PBA (one page), trapped. They sit at the end of BAR0 so that they never meet a
-//    UAR page. The table is plain trapped storage: a vfio-user server does not see vector
-//    programming, the client wires vectors with SET_IRQS (vfio-and-vfio-user.md §1.7);
+//    UAR page. The table is plain trapped storage (sim/pci/msix.hpp): a vfio-user server does
+//    not see vector programming, the client wires vectors with SET_IRQS (vfio-and-vfio-user.md
+//    §1.7);
 //  - the rest reads 0 and ignores writes.
 // Init segment: initializing (0x1fc bit 31) reads 1 for options.init_time after construction or
 // reset; health_counter (0x1010) advances on every read of it until the firmware fails; the
@@ -44,7 +45,8 @@
 // reached only by VFIO_USER_DMA_READ/WRITE, which the protocol allows only while the client
 // waits for a reply; such a command runs inside the doorbell write, as before.
 //
-// Faults (test hooks here, rig-nicsim options): fatal(synd), silence()/resume(),
+// Faults (test hooks here, rig-nicsim options through sim/family.hpp; the plan's neutral form
+// and its parse are sim/pci/fault_plan.hpp's): fatal(synd), silence()/resume(),
 // fail_next(opcode, status, syndrome), die(). A vfio-user reset (FLR) undoes every one (a
 // fault_plan in the options strikes again after it). A client that goes away leaves the
 // function in reset state for the next one.
@@ -64,13 +66,17 @@
 #include <thread>
 #include <vector>
 
+#include "abi/mlx5/doorbell.hpp"
 #include "abi/mlx5/ifc/cmd.hpp"
 #include "abi/mlx5/ifc/cmdq.hpp"
 #include "abi/mlx5/ifc/init_seg.hpp"
 #include "abi/pci_ids.hpp"
 #include "sim/mlx5/firmware.hpp"
 #include "sim/mlx5/vsc.hpp"
+#include "sim/pci/config_space.hpp"
 #include "sim/pci/express.hpp"
+#include "sim/pci/fault_plan.hpp"
+#include "sim/pci/msix.hpp"
 #include "sim/vfio_user/device.hpp"
 #include "sim/vfio_user/server.hpp"
 
@@ -86,7 +92,7 @@ class datapath;  // sim/mlx5/datapath.hpp
 // picks the family by.
 inline constexpr std::uint16_t mellanox_vendor_id = ::rig::abi::pci::connectx6dx.vendor;
 inline constexpr std::uint16_t connectx6dx_device_id = ::rig::abi::pci::connectx6dx.device;
-inline constexpr std::size_t uar_page_bytes = 4096;
+inline constexpr std::size_t uar_page_bytes = ::rig::mlx5::abi::uar_page_size;
 inline constexpr std::size_t msix_cap_offset = 0x40;  // in config space
 inline constexpr std::size_t express_cap_offset = 0x60;
 inline constexpr std::size_t vsc_cap_offset = 0xc0;
@@ -94,9 +100,10 @@ inline constexpr std::size_t vsc_cap_offset = 0xc0;
 // A fault the function suffers by itself, from its options (rig-nicsim --fault): once
 // `after_commands` commands have completed since the last reset, the firmware goes silent,
 // reports a fatal health syndrome, fails the next command with `opcode`, or the function dies.
-// Every reset re-arms it, so a driver meets it again on each bring-up.
+// Every reset re-arms it, so a driver meets it again on each bring-up (sim/pci/fault_plan.hpp:
+// the family-neutral plan; this is its mlx5 form, in the command queue's own types).
 struct fault_plan {
-    enum class kind : std::uint8_t { none, silence, fatal, fail_command, die };
+    using kind = pci::fault_kind;
     kind what = kind::none;
     std::uint32_t after_commands = 0;
     std::uint8_t health_syndrome = 0x01;  // fatal: FW internal error (§1.4)
@@ -104,6 +111,19 @@ struct fault_plan {
     rig::mlx5::ifc::cmd_status status = rig::mlx5::ifc::cmd_status::bad_param_err;
     std::uint32_t syndrome = 0;
 };
+
+// What the neutral plan's numbers mean on mlx5 (rig-nicsim --fault-fail OP:STATUS[:SYNDROME],
+// --fault-fatal SYND): one channel, the command queue, opcodes 16-bit, statuses 8-bit
+// (mlx5_ifc.h mbox_out status), syndromes 32-bit (0x4dfa0000 when none is given); fatal's
+// argument the health syndrome (initial_seg health_syndrome, 8 bits, 0 is "no error").
+inline constexpr pci::fault_channel fault_channels[] = {
+    {.name = "cmdq", .opcode_name = "opcode", .max_opcode = 0xffff, .status_name = "status", .max_status = 0xff,
+     .max_syndrome = 0xffffffff, .default_syndrome = 0x4dfa0000},
+};
+inline constexpr pci::fault_space fault_space{
+    .family = "mlx5", .channels = fault_channels, .fatal_name = "health syndrome", .min_fatal = 1, .max_fatal = 0xff};
+// The neutral plan in mlx5's form (its numbers in fault_space's ranges).
+fault_plan to_fault_plan(const pci::fault_plan& p);
 
 // What the function still held from its driver when it was disabled or reset (rig-nicsim
 // --report-ledger prints it): firmware pages the driver gave and did not take back, and
@@ -271,8 +291,9 @@ private:
     void write_iseg_dword(std::uint64_t offset, std::uint32_t host_value);
     void reset_locked();
     void function_reset_locked();  // reset_locked, the config state, the ledger line
-    // config_space.cpp, with _lock held
-    void build_config();
+    // config_space.cpp: mlx5's choices for the neutral pieces (sim/pci); the rest with _lock held
+    static pci::config_space make_config(const function_options& o, const bar0_layout& l);
+    static pci::msix_location msix_of(const function_options& o, const bar0_layout& l);
     void config_read(std::uint64_t offset, std::span<std::byte> out);
     void config_write(std::uint64_t offset, std::span<const std::byte> in);
     void reset_config();
@@ -308,9 +329,9 @@ private:
     mutable std::condition_variable _idle;  // tests' wait_idle: a pass left nothing due
     vfio_user::server* _server = nullptr;
     firmware _fw;
-    std::array<std::byte, 4096> _config{};  // PCI Express: 4 KiB, the extended space reads 0
-    vsc_gateway _vsc;                        // the vendor-specific capability's registers
-    std::uint64_t _bar0_base = 0;  // what the driver wrote to the BAR (sizing)
+    pci::config_space _config;  // 4 KiB, the extended space reads 0 (config_space.cpp)
+    vsc_gateway _vsc;           // the vendor-specific capability's registers
+    pci::msix_table _msix;      // trapped at the end of BAR0 (layout_of)
     std::array<std::byte, iseg_bytes> _iseg{};
     vfio_user::shared_memory _bar0;  // the UAR pages (shared) and the MSI-X table (trapped)
     clock::time_point _ready_at;
@@ -327,7 +348,7 @@ private:
     bool _stop = false;
     std::uint64_t _completed = 0;
     bool _page_request_sent = false;
-    bool _fault_struck = false;  // the fault plan has struck since the last reset
+    pci::fault_arm _fault;  // the options' fault plan, re-armed at every reset
 
     // events and faults
     std::uint64_t _events = 0;

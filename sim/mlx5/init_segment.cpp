@@ -19,16 +19,11 @@ using iseg = ifc::initial_seg;
 
 namespace {
 
-constexpr std::size_t msix_entry_bytes = 16;
 constexpr std::uint64_t internal_timer_at = 0x1000;  // §2.1
 
 // The byte offset of the dword that holds register field f, and f inside that dword.
 constexpr std::uint64_t dword_of(abi::field f) { return f.off / 32 * 4; }
 constexpr abi::field in_dword(abi::field f) { return {f.off % 32, f.bits}; }
-
-constexpr std::uint64_t round_up_page(std::uint64_t n) {
-    return (n + uar_page_bytes - 1) / uar_page_bytes * uar_page_bytes;
-}
 
 }  // namespace
 
@@ -45,8 +40,8 @@ function_options with_mac(function_options o) {
 }  // namespace
 
 bar0_layout layout_of(const function_options& o) {
-    const std::uint64_t table_bytes = round_up_page(std::uint64_t{o.firmware.msix_vectors} * msix_entry_bytes);
-    const std::uint64_t area = table_bytes + uar_page_bytes;  // table, then one page of PBA
+    const std::uint64_t table_bytes = pci::msix_table_window(o.firmware.msix_vectors);  // whole pages
+    const std::uint64_t area = table_bytes + pci::msix_pba_window(o.firmware.msix_vectors);  // table, then the PBA page
     bar0_layout l{};
     l.msix_table = o.bar0_size > area ? o.bar0_size - area : 0;
     l.msix_pba = l.msix_table + table_bytes;
@@ -56,27 +51,44 @@ bar0_layout layout_of(const function_options& o) {
     return l;
 }
 
-function_model::function_model(function_options options)
-    : _options(with_mac(std::move(options))), _layout(layout_of(_options)) {
-    if (!std::has_single_bit(_options.bar0_size) || _options.bar0_size < 0x10000) {
+namespace {
+// The options' layout, once they are checked (before the PCI pieces are made of them).
+bar0_layout checked_layout(const function_options& o) {
+    if (!std::has_single_bit(o.bar0_size) || o.bar0_size < 0x10000) {
         throw std::invalid_argument("mlx5 function model: BAR0 size must be a power of two >= 64 KiB");
     }
-    if (_options.log_cmdq_size > 5 || _options.log_cmdq_stride < 6 ||
-        _options.log_cmdq_size + _options.log_cmdq_stride > 12) {
+    if (o.log_cmdq_size > 5 || o.log_cmdq_stride < 6 || o.log_cmdq_size + o.log_cmdq_stride > 12) {
         throw std::invalid_argument("mlx5 function model: the command queue must fit one 4 KiB page");
     }
-    if (_options.firmware.msix_vectors == 0 || _options.firmware.msix_vectors > 2048) {
+    if (o.firmware.msix_vectors == 0 || o.firmware.msix_vectors > pci::msix_max_vectors) {
         throw std::invalid_argument("mlx5 function model: MSI-X vectors must be 1..2048 (PCI table size)");
     }
     // The init segment (mlx5_ifc.h initial_seg, 0x400c bytes) lies wholly before the first
     // UAR; the UAR pages must end before the MSI-X table.
-    if (std::uint64_t{_options.firmware.first_uar_page} * uar_page_bytes < iseg_bytes || _options.firmware.uar_pages == 0 ||
-        _layout.uar_end > _layout.msix_table) {
+    const bar0_layout l = layout_of(o);
+    if (std::uint64_t{o.firmware.first_uar_page} * uar_page_bytes < ifc::initial_seg::size_bytes ||
+        o.firmware.uar_pages == 0 || l.uar_end > l.msix_table) {
         throw std::invalid_argument("mlx5 function model: UAR pages must lie between the init segment and the "
                                     "MSI-X table at the end of BAR0");
     }
+    return l;
+}
+}  // namespace
+
+fault_plan to_fault_plan(const pci::fault_plan& p) {
+    return {.what = p.what,
+            .after_commands = p.after_commands,
+            .health_syndrome = static_cast<std::uint8_t>(p.fatal_code),
+            .opcode = static_cast<std::uint16_t>(p.fail.opcode),
+            .status = static_cast<ifc::cmd_status>(p.fail.status),
+            .syndrome = p.fail.syndrome};
+}
+
+function_model::function_model(function_options options)
+    : _options(with_mac(std::move(options))), _layout(checked_layout(_options)),
+      _config(make_config(_options, _layout)), _msix(msix_of(_options, _layout)),
+      _fault(_options.fault.what, _options.fault.after_commands) {
     _bar0 = vu::shared_memory(static_cast<std::size_t>(_options.bar0_size));
-    build_config();  // config_space.cpp
     {
         std::lock_guard g(_lock);
         reset_locked();
@@ -110,7 +122,7 @@ void function_model::server_closing() {
 vu::region_desc function_model::region(unsigned index) {
     vu::region_desc d;
     if (index == vu::config_region) {
-        d.size = _config.size();
+        d.size = pci::config_bytes;
         d.readable = d.writable = true;
     } else if (index == 0) {
         d.size = _options.bar0_size;
@@ -162,7 +174,7 @@ bool function_model::read(unsigned region, std::uint64_t offset, std::span<std::
     }
     std::fill(out.begin(), out.end(), std::byte{0});
     if (offset >= _layout.msix_table) {
-        std::memcpy(out.data(), _bar0.data() + offset, out.size());  // MSI-X table and PBA
+        _msix.read(0, offset, out);  // MSI-X table and PBA (sim/pci/msix.hpp)
         return true;
     }
     if (offset >= _layout.uar_begin && offset + out.size() <= _layout.trapped_end) {
@@ -207,11 +219,7 @@ bool function_model::write(unsigned region, std::uint64_t offset, std::span<cons
         return false;
     }
     if (offset >= _layout.msix_table) {
-        // the table is the client's to write; the PBA is read-only
-        const std::uint64_t end = std::min<std::uint64_t>(offset + in.size(), _layout.msix_pba);
-        if (offset < end) {
-            std::memcpy(_bar0.data() + offset, in.data(), static_cast<std::size_t>(end - offset));
-        }
+        _msix.write(0, offset, in);  // the table is the client's to write; the PBA is read-only
         return true;
     }
     if (offset >= _layout.uar_begin && offset + in.size() <= _layout.trapped_end) {
@@ -306,11 +314,11 @@ void function_model::reset_locked() {
     _event_slots = 0;
     _completed = 0;
     _page_request_sent = false;
-    _fault_struck = false;
+    _fault.rearm();
     _fatal = _silent = _dead = false;
     _fail_next.clear();
     clear_uar_pages();
-    std::fill(_bar0.data() + _layout.msix_table, _bar0.data() + _options.bar0_size, std::byte{0});
+    _msix.reset();
     refresh_iseg();
     strike_planned_fault();  // a fault planned after 0 commands is there when the reset ends
     if (_dead_for_good) {
@@ -344,12 +352,12 @@ void function_model::fatal_locked(std::uint8_t synd, std::uint16_t ext_synd) {
 // with _lock held: on the firmware thread after each pass, and at the end of a reset
 void function_model::strike_planned_fault() {
     const fault_plan& p = _options.fault;
-    if (p.what == fault_plan::kind::none || _fault_struck || _completed < p.after_commands) {
+    const auto strikes = _fault.strike(_completed);
+    if (!strikes) {
         return;
     }
-    _fault_struck = true;
     log().warn("mlx5: planned fault strikes after {} commands", _completed);
-    switch (p.what) {
+    switch (*strikes) {
     case fault_plan::kind::silence: _silent = true; break;
     case fault_plan::kind::fatal: fatal_locked(p.health_syndrome, 0); break;
     case fault_plan::kind::fail_command: _fail_next.push_back({p.opcode, p.status, p.syndrome}); break;

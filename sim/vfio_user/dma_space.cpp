@@ -9,6 +9,7 @@
 #include <vector>
 #include <sys/mman.h>
 
+#include "abi/barriers.hpp"
 #include "sim/vfio_user/log.hpp"
 
 namespace rig::sim::vfio_user {
@@ -300,9 +301,9 @@ bool dma_space::copy(const window& w, std::uint64_t at, std::byte* p, std::size_
                      bool last_byte_last) {
     if (is_write && last_byte_last) {
         std::memcpy(w.base + at, p, n - 1);
-        // the reader polls the last byte: the rest is visible before it (x86 keeps stores in
-        // order; the fence also keeps the compiler from merging the two copies)
-        std::atomic_thread_fence(std::memory_order_release);
+        // the reader polls the last byte: the rest is visible before it (the barrier also
+        // keeps the compiler from merging the two copies)
+        ::rig::abi::barrier::model_publish();
         std::atomic_ref<std::byte>(w.base[at + n - 1]).store(p[n - 1], std::memory_order_relaxed);
     } else if (is_write) {
         // memmove: the source may be a frame's payload by reference into this very window

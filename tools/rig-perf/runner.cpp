@@ -89,7 +89,7 @@ struct session {
 
     std::expected<void, std::string> set_up() {
         rig::nic_options no;
-        no.hca.fatal = [f = failure](const firmware::mlx5::error& e) { f->set(e.message); };
+        no.fatal = [f = failure](const rig::error& e) { f->set(e.message); };
         auto n = rig::nic::open(o.device, no);
         if (!n) {
             return std::unexpected("open " + o.device + ": " + n.error().message);

@@ -428,9 +428,9 @@ TEST_CASE("mlx5 bring-up: rig-info against a served model", "[model][mlx5]") {
     CHECK(out.find("mac                        " + std::string(mac_text) + "\n") != std::string::npos);
     CHECK(out.find("gid 0                      fe80:0000:0000:0000:") != std::string::npos);
     CHECK(out.find("max message                2147483648 (2^31) bytes\n") != std::string::npos);
-    const auto first = out.find("{\"opcode\": 260, \"name\": \"ENABLE_HCA\"");
+    const auto first = out.find("{\"channel\": \"cmdq\", \"opcode\": 260, \"name\": \"ENABLE_HCA\"");
     REQUIRE(first != std::string::npos);
-    CHECK(out.rfind("{\"opcode\": 261, \"name\": \"DISABLE_HCA\"") > first);
+    CHECK(out.rfind("{\"channel\": \"cmdq\", \"opcode\": 261, \"name\": \"DISABLE_HCA\"") > first);
     require_clean(m, baseline);
 
     out.clear();
@@ -556,8 +556,8 @@ TEST_CASE("mlx5 bring-up: rig-info against rig-nicsim, two functions, and a refu
     CHECK(out0.find("gid 0                      fe80:0000:0000:0000:0000:00ff:fe00:0001 RoCE v2 IPv6\n") !=
           std::string::npos);
     CHECK(out1.find("mac                        02:00:00:00:00:02\n") != std::string::npos);
-    CHECK(out0.find("{\"opcode\": 260, \"name\": \"ENABLE_HCA\"") != std::string::npos);
-    CHECK(out1.find("{\"opcode\"") == std::string::npos);
+    CHECK(out0.find("{\"channel\": \"cmdq\", \"opcode\": 260, \"name\": \"ENABLE_HCA\"") != std::string::npos);
+    CHECK(out1.find("{\"channel\"") == std::string::npos);
     // a second run on the same function: it came back clean from the first
     std::string again;
     CHECK(run(std::string(tool) + " vfio-user:" + dir.dir + "/mlx5-0.sock 2>&1", again) == 0);

@@ -9,6 +9,7 @@
 //    size and another buffer, gets the next CQEs in its new ring, from index 0.
 #include <deque>
 
+#include "abi/barriers.hpp"
 #include "abi/bits.hpp"
 #include "test/model/mlx5_datapath/sides.hpp"
 
@@ -30,9 +31,9 @@ void put_entry(std::span<std::byte> ring, std::uint32_t first, std::span<const s
 // The doorbell as rdma-core rings it: the record's send counter, then the last entry's first
 // 8 bytes as one 64-bit store to the BlueFlame register.
 void ring_doorbell(queue_pair& p, std::uint32_t counter, std::uint32_t last_first) {
-    std::atomic_thread_fence(std::memory_order_release);
+    rig::abi::barrier::to_device();
     rig::abi::store_be<std::uint32_t>(p.qp.doorbell_record() + abi::qp_dbr::send_counter, counter & 0xffff);
-    std::atomic_thread_fence(std::memory_order_release);
+    rig::abi::barrier::mmio_start();
     const auto ring = p.qp.send_queue();
     const std::size_t slot = last_first & (ring.size() / block - 1);
     std::uint64_t v = 0;

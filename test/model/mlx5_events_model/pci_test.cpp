@@ -1,6 +1,7 @@
 // The mlx5 function model's PCI configuration space as the kernel's PCI core and mlx5_core read
-// it (sim/mlx5/config_space.cpp, sim/pci/express.hpp, sim/mlx5/vsc.hpp): the capability chain,
-// the PCI Express capability (link, FLR), the vendor-specific gateway of lib/pci_vsc.c.
+// it (sim/mlx5/config_space.cpp on sim/pci/config_space.hpp and express.hpp; sim/mlx5/vsc.hpp):
+// BAR0 sizing, the capability chain, the PCI Express capability (link, FLR), the vendor-specific
+// gateway of lib/pci_vsc.c.
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -117,6 +118,44 @@ TEST_CASE("mlx5 model PCI: Initiate FLR resets the function as VFIO_USER_DEVICE_
     }
     // the driver's teardown after it found nothing (a silent firmware is noted, not reset)
     CHECK(seen.size() == 1);
+}
+
+// The kernel's __pci_read_base against BAR0: all ones written, the size read back; then an
+// address, kept; BAR1 (the upper half) and BAR2..5 as a 64-bit BAR0 leaves them.
+TEST_CASE("mlx5 model PCI: BAR0 sizing as hardware answers it, the bytes of config space kept from before",
+          "[model][mlx5]") {
+    auto o = fast();
+    o.bar0_size = 1u << 20;
+    rig::test::served_model t(o);
+    CHECK(read32(*t.f, 0x10) == 0xc);  // 64-bit prefetchable memory
+    CHECK(read32(*t.f, 0x14) == 0);
+    for (std::uint32_t at = 0x10; at < 0x28; at += 4) {
+        write32(*t.f, at, 0xffffffff);
+    }
+    CHECK(read32(*t.f, 0x10) == 0xfff0000cu);  // 1 MiB
+    CHECK(read32(*t.f, 0x14) == 0xffffffffu);
+    for (std::uint32_t at = 0x18; at < 0x28; at += 4) {
+        CHECK(read32(*t.f, at) == 0);  // BAR2..5: none
+    }
+    write32(*t.f, 0x10, 0xe0012345);
+    write32(*t.f, 0x14, 0x1);
+    CHECK(read32(*t.f, 0x10) == 0xe000000cu);
+    CHECK(read32(*t.f, 0x14) == 1);
+    // the header as the model always had it: IDs, class, subsystem, the list, no ROM, no INTx pin
+    CHECK(read32(*t.f, 0x00) == (std::uint32_t{model::connectx6dx_device_id} << 16 | 0x15b3));
+    CHECK(read32(*t.f, 0x08) == 0x02000000u);
+    CHECK(read32(*t.f, 0x2c) == 0x000015b3u);
+    CHECK(read32(*t.f, 0x34) == 0x40);
+    CHECK(t.f->config_read16(0x06).value() == 0x0010);
+    CHECK(read32(*t.f, 0x3c) == 0);
+    CHECK((t.f->config_read16(0x40).value()) == 0x6011);  // MSI-X, next Express at 0x60
+    CHECK((t.f->config_read16(0x60).value()) == 0xc010);  // Express, next vendor-specific at 0xc0
+    // a reset keeps the address, drops memory/bus master
+    REQUIRE(t.f->config_write16(0x04, 0x0006).has_value());
+    CHECK(t.f->config_read16(0x04).value() == 0x0006);
+    REQUIRE(t.f->reset().has_value());
+    CHECK(t.f->config_read16(0x04).value() == 0);
+    CHECK(read32(*t.f, 0x10) == 0xe000000cu);
 }
 
 // The kernel's lib/pci_vsc.c against the gateway: lock, select a space, unlock.

@@ -185,8 +185,7 @@ TEST_CASE("rig-nicsim --function-dies-after-ms: a send to the dead function fail
         // at a time: the NIC object goes, and its connection with it) does not revive it
         t.n1.reset();  // b and r1 are not used again
         rig::nic_options o = rig::test::quick_failure_options();
-        o.hca.timeouts.command_queue = o.hca.timeouts.enable_hca = 300ms;
-        o.hca.timeouts.wait_initializing = 60s;  // the all-ones read fails at once, not at the limit
+        o.ready_timeout = 60s;  // the all-ones read fails at once, not at the limit
         const auto t0 = clock_type::now();
         auto again = rig::nic::open(sim.where(1), o);
         REQUIRE_FALSE(again.has_value());

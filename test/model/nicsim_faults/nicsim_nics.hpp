@@ -19,7 +19,7 @@ namespace rig::test {
 // all-ones function is seen at the first look), and commands bounded by 1 s.
 inline nic_options quick_failure_options() {
     nic_options o;
-    o.hca.events.health.interval = std::chrono::milliseconds(20);
+    o.health_interval = std::chrono::milliseconds(20);
     o.command_timeout = std::chrono::milliseconds(1000);
     return o;
 }

@@ -1,14 +1,18 @@
 // rig-nicsim's fault options as a user meets them: listed by --help, and every bad value
 // refused before anything is served, with one line on stderr naming the option and the value,
-// and exit status 2.
+// and exit status 2. And --family: mlx5 the default, a family's own options and fault space.
+#include <array>
+#include <csignal>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
+#include "sim/family.hpp"
 #include "test/model/child_process.hpp"
 #include "test/model/nicsim_faults/nicsim_process.hpp"
 
@@ -20,6 +24,24 @@ std::pair<int, std::string> run(const std::vector<std::string>& args) {
     std::vector<std::string> all = {"--family", "mlx5", "--functions", "2", "--socket-dir", dir.dir};
     all.insert(all.end(), args.begin(), args.end());
     return rig::test::run_to_exit(rig::test::nicsim_binary(), all);
+}
+
+// As run, with no --family of its own: `args` says it, or not.
+std::pair<int, std::string> run_bare(const std::vector<std::string>& args) {
+    rig::test::temp_socket dir;
+    std::vector<std::string> all = {"--socket-dir", dir.dir};
+    all.insert(all.end(), args.begin(), args.end());
+    return rig::test::run_to_exit(rig::test::nicsim_binary(), all);
+}
+
+void one_line_refusal(const std::pair<int, std::string>& r, const std::vector<std::string>& says) {
+    INFO(r.second);
+    CHECK(r.first == 2);
+    CHECK(r.second.find('\n') == r.second.size() - 1);  // one line
+    CHECK(r.second.rfind("rig-nicsim: ", 0) == 0);
+    for (const std::string& s : says) {
+        CHECK(r.second.find(s) != std::string::npos);
+    }
 }
 
 }  // namespace
@@ -78,4 +100,95 @@ TEST_CASE("rig-nicsim refuses every bad fault value with one line naming the opt
             CHECK(out.find(s) != std::string::npos);
         }
     }
+}
+
+TEST_CASE("rig-nicsim --family: mlx5 by default with mlx5-k.sock, bnxt not built yet, unknown ones named",
+          "[model][mlx5][nicsim]") {
+    {
+        // no --family: mlx5, its sockets named as they always were
+        rig::test::temp_socket dir;
+        const rig::test::child c =
+            rig::test::spawn_child(rig::test::nicsim_binary(), {"--functions", "2", "--socket-dir", dir.dir});
+        std::string out;
+        std::array<char, 512> b;
+        const std::string want = dir.dir + "/mlx5-0.sock\n" + dir.dir + "/mlx5-1.sock\n";
+        for (ssize_t n; out.find(want) == std::string::npos && (n = ::read(c.output, b.data(), b.size())) > 0;) {
+            out.append(b.data(), static_cast<std::size_t>(n));
+        }
+        CHECK(out.find(want) != std::string::npos);
+        ::kill(c.pid, SIGTERM);
+        int st = 0;
+        REQUIRE(::waitpid(c.pid, &st, 0) == c.pid);
+        ::close(c.output);
+        CHECK(WIFEXITED(st));
+        CHECK(WEXITSTATUS(st) == 0);
+    }
+    const bool bnxt_built = rig::sim::find_family("bnxt")->make != nullptr;
+    if (!bnxt_built) {
+        one_line_refusal(run_bare({"--family", "bnxt"}), {"--family bnxt", "the bnxt model is not built yet"});
+    }
+    // mlx5's own options are refused on bnxt, naming the option and the family
+    for (const char* option : {"--page-request-after", "--page-request-pages", "--trapped-uar-pages"}) {
+        INFO(option);
+        if (bnxt_built) {
+            one_line_refusal(run_bare({"--family", "bnxt", option, "1"}),
+                             {std::string(option) + " is not an option of family bnxt"});
+        } else {
+            one_line_refusal(run_bare({"--family", "bnxt", option, "1"}), {"the bnxt model is not built yet"});
+        }
+    }
+    one_line_refusal(run_bare({"--family", "mlx4"}), {"unknown family 'mlx4'", "(mlx5, bnxt)"});
+    one_line_refusal(run_bare({"--family", ""}), {"unknown family ''"});
+    one_line_refusal(run_bare({"--family"}), {"--family", "needs a value"});
+    // the later --family wins, as every option's later value does
+    one_line_refusal(run_bare({"--family", "bnxt", "--family", "mlx4"}), {"unknown family 'mlx4'"});
+    const auto [rc, out] = run_bare({"--help"});
+    CHECK(rc == 0);
+    CHECK(out.find("--family NAME            mlx5 (ConnectX-6 Dx, the default) or bnxt") != std::string::npos);
+    CHECK(out.find("--fault-fail [CHANNEL:]OP:STATUS[:SYNDROME]") != std::string::npos);
+}
+
+TEST_CASE("rig-nicsim --fault-fail and --fault-fatal are read in the family's space, errors naming what was wrong",
+          "[model][mlx5][nicsim]") {
+    struct bad_case {
+        std::vector<std::string> args;
+        std::string says;  // the whole line
+    };
+    const std::vector<bad_case> cases = {
+        {{"--fault-fail", "hwrm:0x193:0x2"},
+         "rig-nicsim: bad value for --fault-fail: 'hwrm:0x193:0x2' (mlx5 has no channel 'hwrm' (its channels: "
+         "cmdq)) (see --help)\n"},
+        {{"--fault-fail", "rcfw:0x1:0x5"},
+         "rig-nicsim: bad value for --fault-fail: 'rcfw:0x1:0x5' (mlx5 has no channel 'rcfw' (its channels: "
+         "cmdq)) (see --help)\n"},
+        {{"--fault-fail", "0x10000:1"},
+         "rig-nicsim: bad value for --fault-fail: '0x10000:1' (opcode '0x10000' is out of range 0x0..0xffff) "
+         "(see --help)\n"},
+        {{"--fault-fail", "0x10d:0x100"},
+         "rig-nicsim: bad value for --fault-fail: '0x10d:0x100' (status '0x100' is out of range 0x1..0xff) "
+         "(see --help)\n"},
+        {{"--fault-fail", "0x10d:3:0x1ffffffff"},
+         "rig-nicsim: bad value for --fault-fail: '0x10d:3:0x1ffffffff' (syndrome '0x1ffffffff' is out of range "
+         "0x0..0xffffffff) (see --help)\n"},
+        {{"--fault-fail", "0x10d:x"},
+         "rig-nicsim: bad value for --fault-fail: '0x10d:x' (status 'x' is not a number (decimal or 0x hex)) "
+         "(see --help)\n"},
+        {{"--fault-fail", "0x10d"},
+         "rig-nicsim: bad value for --fault-fail: '0x10d' (expected [CHANNEL:]OP:STATUS[:SYNDROME]) (see --help)\n"},
+        {{"--fault-fatal", "0"},
+         "rig-nicsim: bad value for --fault-fatal: '0' (health syndrome '0' is out of range 0x1..0xff) (see "
+         "--help)\n"},
+        {{"--fault-fatal", "0x100"},
+         "rig-nicsim: bad value for --fault-fatal: '0x100' (health syndrome '0x100' is out of range 0x1..0xff) "
+         "(see --help)\n"},
+    };
+    for (const bad_case& c : cases) {
+        INFO(c.args[0] << " " << c.args[1]);
+        const auto [rc, out] = run(c.args);
+        CHECK(rc == 2);
+        CHECK(out == c.says);
+    }
+    // the family's own channel by name is its main one; a good value serves
+    rig::test::nicsim_process nicsim({"--fault-fail", "cmdq:0x10d:3:0xabc", "--fault-fatal", "0x8"}, 1);
+    CHECK(nicsim.stop() == 0);
 }

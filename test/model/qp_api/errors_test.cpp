@@ -124,8 +124,8 @@ void receive_too_small() {
     CHECK(r2.data()[50000] == std::byte{0x5a});
     CHECK(r2.data()[50000 + 4095] == std::byte{0x5a});
     CHECK(r2.data()[48000] == std::byte{0});  // W3 was not run
-    CHECK(value(a.query()).state == ifc::qpc_state::err);
-    CHECK(value(b.query()).state == ifc::qpc_state::err);
+    CHECK(value(a.query()).state == rig::qp_status::error);
+    CHECK(value(b.query()).state == rig::qp_status::error);
     ok(t.n1->close());
     ok(t.n2->close());
 }
@@ -176,7 +176,7 @@ TEST_CASE("seed - an entry fails on a remote access error: a bad key, bytes outs
         own_failure(expect_failed(a, side::send), remote_access, "remote access error");
         a.write(t.r1, 0, 8, t.r2.remote(0));  // stays failed
         flushed_by(expect_failed(a, side::send), "remote access error");
-        CHECK(value(a.query()).state == ifc::qpc_state::err);
+        CHECK(value(a.query()).state == rig::qp_status::error);
         CHECK(t.r1.data()[8192] == std::byte{0});  // no byte of a refused read landed
         ok(a.destroy());
         ok(b.destroy());
@@ -207,7 +207,7 @@ TEST_CASE("seed - connect: a send to the peer is retried while the peer has post
     expect_done(a, side::send, 1000);
     expect_done(b, side::receive, 1000);
     CHECK(rig::test::pattern_mismatch(r2.data() + 4096, 1000, 4) == 1000);
-    CHECK(value(a.query()).state == ifc::qpc_state::rts);
+    CHECK(value(a.query()).state == rig::qp_status::rts);
     ok(t.n1->close());
     ok(t.n2->close());
 }
@@ -337,7 +337,7 @@ void failure_order() {
     CHECK(r2.data()[60000] == std::byte{0});
     CHECK_FALSE(a.poll(side::send).has_value());
     CHECK(t.m1.fn.commands_completed() == commands);  // every poll and wait: no command
-    CHECK(value(a.query()).state == ifc::qpc_state::err);
+    CHECK(value(a.query()).state == rig::qp_status::error);
     CHECK(t.m1.fn.commands_completed() == commands + 1);  // query is a command, the only one
     static_cast<void>(b);
     ok(t.n1->close());

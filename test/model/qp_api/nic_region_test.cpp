@@ -1,7 +1,11 @@
 // nic::open/close and regions against the served model: what the model holds afterwards.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <tuple>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -9,6 +13,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "abi/mlx5/ifc/eqe.hpp"
+#include "qp/info.hpp"
 #include "qp/nic.hpp"
 #include "qp/region.hpp"
 #include "test/model/qp_api/served_nics.hpp"
@@ -46,6 +52,57 @@ TEST_CASE("nic: open and close, again and again, leave nothing in the model", "[
         CHECK_THROWS_AS(nic->make_qp(), std::invalid_argument);
         CHECK_THROWS_AS(nic->allocate(4096, rig::access::local), std::invalid_argument);
     }
+}
+
+TEST_CASE("nic: the options' trace and event hooks are family-neutral: records with their channel, events by name",
+          "[model][mlx5][api]") {
+    served_function m;
+    std::mutex lock;
+    std::vector<rig::command_record> records;
+    std::vector<bool> links;
+    std::vector<std::tuple<std::uint32_t, std::string, bool>> qp_events;
+    rig::nic_options o;
+    o.trace = [&](const rig::command_record& r) {
+        std::lock_guard g(lock);
+        records.push_back(r);
+    };
+    o.port_change = [&](bool up) {
+        std::lock_guard g(lock);
+        links.push_back(up);
+    };
+    o.qp_event = [&](std::uint32_t qp, std::string_view name, bool failure) {
+        std::lock_guard g(lock);
+        qp_events.emplace_back(qp, std::string(name), failure);
+    };
+    auto nic = m.open(o);
+    auto q = value(nic->make_qp());
+    const std::uint32_t qpn = q.number();
+    namespace ifc = rig::mlx5::ifc;
+    REQUIRE(m.fn.post_qp_event(q.number(), static_cast<std::uint8_t>(ifc::event_type::comm_est)));
+    REQUIRE(m.fn.post_qp_event(q.number(), static_cast<std::uint8_t>(ifc::event_type::wq_catas_error)));
+    REQUIRE(m.fn.set_port_state(false));
+    const auto seen = [&] {
+        std::lock_guard g(lock);
+        return qp_events.size() == 2 && links.size() == 1;
+    };
+    for (int i = 0; i < 500 && !seen(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ok(nic->close());
+    std::lock_guard g(lock);
+    REQUIRE(qp_events.size() == 2);
+    CHECK(qp_events[0] == std::tuple{qpn, std::string("COMM_EST"), false});
+    CHECK(qp_events[1] == std::tuple{qpn, std::string("WQ_CATAS_ERROR"), true});
+    CHECK(links == std::vector<bool>{false});
+    REQUIRE_FALSE(records.empty());
+    CHECK(std::all_of(records.begin(), records.end(), [](const auto& r) { return r.channel == "cmdq"; }));
+    CHECK(records.front().name == "ENABLE_HCA");
+    CHECK(records.front().opcode == 0x104);
+    CHECK(rig::to_json(records.front())
+              .starts_with(R"({"channel": "cmdq", "opcode": 260, "name": "ENABLE_HCA", "op_mod": 0, "status": 0, )"
+                           R"("syndrome": 0, "in": ")"));
+    CHECK(std::any_of(records.begin(), records.end(), [](const auto& r) { return r.name == "CREATE_QP"; }));
+    CHECK(records.back().name == "DISABLE_HCA");
 }
 
 TEST_CASE("nic: open of nothing is an error naming the place", "[model][mlx5][api]") {

@@ -180,7 +180,7 @@ TEST_CASE("transfer: a long wait sleeps on the CQ's completion event, not on a c
     served_function m2(rig::test::quick_model(1), &w);
     std::atomic<int> events{0};
     rig::nic_options counting;
-    counting.hca.completion = [&](std::uint32_t) { events.fetch_add(1); };
+    counting.completion = [&](std::uint32_t) { events.fetch_add(1); };
     counting.wait_look_interval = std::chrono::milliseconds(60s);  // only an event wakes a waiter early
     auto n1 = m1.open(counting);
     auto n2 = m2.open();

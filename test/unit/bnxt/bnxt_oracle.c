@@ -796,6 +796,46 @@ static void entries(void)
 	}
 }
 
+/* sim/bnxt's further requests: resource caps, frees, the PHY, the async event completion */
+static void dump_model(void)
+{
+	BEGIN(hwrm_func_resource_qcaps_input)
+	HWRM_REQ(); FW(fid);
+	DFLT(HWRM_PREP(HWRM_FUNC_RESOURCE_QCAPS); d_.fid = htole16(0xffff))
+	END()
+	BEGIN(hwrm_func_resource_qcaps_output)
+	HWRM_RESP(); FW(max_vfs); FW(max_msix); FW(vf_reservation_strategy); FW(min_rsscos_ctx);
+	FW(max_rsscos_ctx); FW(min_cmpl_rings); FW(max_cmpl_rings); FW(min_tx_rings);
+	FW(max_tx_rings); FW(min_rx_rings); FW(max_rx_rings); FW(min_l2_ctxs); FW(max_l2_ctxs);
+	FW(min_vnics); FW(max_vnics); FW(min_stat_ctx); FW(max_stat_ctx); FW(min_hw_ring_grps);
+	FW(max_hw_ring_grps); FW(max_tx_scheduler_inputs); FW(flags); FW(min_msix); FW(valid);
+	END()
+	BEGIN(hwrm_vnic_free_input)
+	HWRM_REQ(); FW(vnic_id);
+	DFLT(HWRM_PREP(HWRM_VNIC_FREE))
+	END()
+	BEGIN(hwrm_cfa_l2_filter_free_input)
+	HWRM_REQ(); FW(l2_filter_id);
+	DFLT(HWRM_PREP(HWRM_CFA_L2_FILTER_FREE))
+	END()
+	BEGIN(hwrm_port_phy_qcfg_input)
+	HWRM_REQ(); FW(port_id);
+	DFLT(HWRM_PREP(HWRM_PORT_PHY_QCFG))
+	END()
+	BEGIN(hwrm_port_phy_qcfg_output)
+	HWRM_RESP(); FW(link); FW(active_fec_signal_mode); FW(link_speed); FW(duplex_cfg);
+	FW(pause); FW(support_speeds); FW(force_link_speed); FW(auto_mode); FW(auto_pause);
+	FW(auto_link_speed); FW(auto_link_speed_mask); FW(phy_type); FW(media_type);
+	FW(duplex_state); FW(option_flags); FW(support_pam4_speeds); FW(support_speeds2);
+	FW(active_lanes); FW(valid);
+	END()
+	BEGIN(hwrm_async_event_cmpl)
+	FM(type, type, ASYNC_EVENT_CMPL_TYPE); FW(event_id); FW(event_data2);
+	FB(opaque_v, v, ASYNC_EVENT_CMPL_V); FM(opaque_v, opaque, ASYNC_EVENT_CMPL_OPAQUE);
+	FW(timestamp_lo); FW(timestamp_hi); FW(event_data1);
+	END()
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "entries") == 0) {
@@ -805,6 +845,7 @@ int main(int argc, char **argv)
 	dump_hwrm();
 	dump_backing_store();
 	dump_rings();
+	dump_model();
 	dump_rcfw();
 	dump_data_path();
 	dump_constants();

@@ -20,21 +20,13 @@
 #include <vector>
 
 #include "abi/pci_ids.hpp"
+#include "test/unit/kernel_text.hpp"
 
 namespace pci = rig::abi::pci;
 
 namespace {
 
-std::string kernel_file(const std::string& name) {
-    const char* dir = std::getenv("RIG_KERNEL_PCI_TABLES");
-    REQUIRE(dir != nullptr);
-    std::ifstream in(std::string(dir) + "/" + name);
-    INFO(std::string(dir) + "/" + name);
-    REQUIRE(in);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string kernel_file(const std::string& name) { return rig::test::kernel_file("RIG_KERNEL_PCI_TABLES", name); }
 
 // The body of `static const struct pci_device_id <name>[] = { ... };`
 std::string table_body(const std::string& source, const std::string& name) {

@@ -1,8 +1,8 @@
-#include "firmware/mlx5/stranded.hpp"
+#include "firmware/stranded.hpp"
 
 #include <utility>
 
-namespace rig::firmware::mlx5 {
+namespace rig::firmware {
 
 namespace {
 // Outlives every NIC: memory a silent device may still write is never returned to the
@@ -43,4 +43,4 @@ std::size_t stranded_memory::bytes() const {
     return n;
 }
 
-}  // namespace rig::firmware::mlx5
+}  // namespace rig::firmware

@@ -1,0 +1,631 @@
+#include "firmware/bnxt/device.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "abi/bits.hpp"
+#include "abi/bnxt/doorbell.hpp"
+#include "abi/bnxt/ids.hpp"
+#include "abi/pci_ids.hpp"
+#include "firmware/log.hpp"
+
+namespace rig::firmware::bnxt {
+
+namespace {
+
+error with_prefix(error e, const std::string& prefix) {
+    e.message = prefix + e.message;
+    return e;
+}
+
+
+constexpr std::size_t page = driver::dma_memory::small_page;
+constexpr std::size_t stats_bytes = 160;  // bnxt_hsi.h struct ctx_hw_stats (bnxt_re's hw_stats_size)
+
+}  // namespace
+
+std::string_view to_string(bring_up_step s) noexcept {
+    switch (s) {
+    case bring_up_step::ver_get: return "VER_GET";
+    case bring_up_step::func_reset: return "FUNC_RESET";
+    case bring_up_step::func_qcaps: return "FUNC_QCAPS";
+    case bring_up_step::drv_rgtr: return "FUNC_DRV_RGTR";
+    case bring_up_step::backing_store: return "BACKING_STORE";
+    case bring_up_step::resource_qcaps: return "FUNC_RESOURCE_QCAPS";
+    case bring_up_step::func_qcfg: return "FUNC_QCFG";
+    case bring_up_step::func_cfg: return "FUNC_CFG";
+    case bring_up_step::stat_ctx: return "STAT_CTX";
+    case bring_up_step::vnic: return "VNIC";
+    case bring_up_step::l2_filter: return "L2_FILTER";
+    case bring_up_step::creq: return "CREQ";
+    case bring_up_step::rcfw: return "RCFW";
+    case bring_up_step::query_func: return "QUERY_FUNC";
+    case bring_up_step::initialize_fw: return "INITIALIZE_FW";
+    case bring_up_step::add_gid: return "ADD_GID";
+    case bring_up_step::ready: return "READY";
+    }
+    return "UNKNOWN";
+}
+
+std::string_view to_string(teardown_step s) noexcept {
+    switch (s) {
+    case teardown_step::delete_gid: return "DELETE_GID";
+    case teardown_step::deinitialize_fw: return "DEINITIALIZE_FW";
+    case teardown_step::creq: return "RING_FREE";
+    case teardown_step::l2_filter: return "CFA_L2_FILTER_FREE";
+    case teardown_step::vnic: return "VNIC_FREE";
+    case teardown_step::stat_ctx: return "STAT_CTX_FREE";
+    case teardown_step::drv_unrgtr: return "FUNC_DRV_UNRGTR";
+    case teardown_step::func_reset: return "FUNC_RESET";
+    case teardown_step::done: return "DONE";
+    }
+    return "UNKNOWN";
+}
+
+std::string firmware_versions::text(const std::array<std::uint8_t, 3>& v) const {
+    return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+}
+
+device::device(driver::function& fn, const device_options& options)
+    : _fn(fn), _options(options), _stranded(std::make_unique<stranded_memory>()) {}
+
+device::~device() {
+    if (!_torn_down) {
+        if (auto r = teardown(); !r) {
+            log().warn("bnxt on {}: teardown at destruction: {}", _fn.name(), r.error().message);
+        }
+    }
+}
+
+result<std::unique_ptr<device>> device::bring_up(driver::function& fn, const device_options& options) {
+    if (options.creq_entries < 256 || (options.creq_entries & (options.creq_entries - 1)) != 0) {
+        throw std::invalid_argument("bnxt device: creq_entries " + std::to_string(options.creq_entries) +
+                                    " is not a power of two of at least 256");
+    }
+    std::unique_ptr<device> d(new device(fn, options));
+    if (auto r = d->run_steps(); !r) {
+        return std::unexpected(std::move(r.error()));
+    }
+    return d;
+}
+
+std::optional<error> device::failure() const { return _hwrm ? _hwrm->failure() : std::nullopt; }
+
+bool device::dead() const { return failure().has_value(); }
+
+hwrm_channel& device::hwrm() {
+    if (_torn_down || !_hwrm) {
+        throw std::invalid_argument("bnxt device on " + std::string(_fn.name()) + ": hwrm() after teardown");
+    }
+    return *_hwrm;
+}
+
+result<void> device::run_steps() {
+    auto ch = hwrm_channel::create(_fn, *_stranded, _options.hwrm);
+    if (!ch) {
+        return std::unexpected(with_prefix(std::move(ch.error()), "bring-up step VER_GET: "));
+    }
+    _hwrm = std::move(*ch);
+    if (_options.trace) {
+        _hwrm->trace(_options.trace);
+    }
+    // PF or VF decides the doorbell offset (bnxt_en BNXT_PF): from the function's PCI IDs.
+    auto vendor = _fn.config_read16(0x00);
+    auto devid = _fn.config_read16(0x02);
+    if (vendor && devid) {
+        const auto* id = ::rig::abi::pci::find(*vendor, *devid);
+        _vf = id != nullptr && id->vf;
+    }
+    const auto& t = _options.timeouts;
+    const ms limits[] = {t.ready, t.func_reset, t.func_qcaps, t.drv_rgtr, t.backing_store, t.resource_qcaps,
+                         t.func_qcfg, t.func_cfg, t.stat_ctx, t.vnic, t.l2_filter, t.creq,
+                         t.rcfw, t.query_func, t.initialize_fw, t.add_gid};
+    for (auto s = bring_up_step::ver_get; s != bring_up_step::ready;
+         s = static_cast<bring_up_step>(static_cast<int>(s) + 1)) {
+        _reached = s;
+        if (auto r = step(s, clock::now() + limits[static_cast<int>(s)]); !r) {
+            error e = with_prefix(std::move(r.error()), "bring-up step " + std::string(to_string(s)) + ": ");
+            log().debug("bnxt on {}: {}", _fn.name(), e.message);  // the caller reports it
+            if (auto u = undo(); !u) {
+                log().warn("bnxt on {}: undoing the bring-up: {}", _fn.name(), u.error().message);
+            }
+            _torn_down = true;
+            return std::unexpected(std::move(e));
+        }
+    }
+    _reached = bring_up_step::ready;
+    log().info("bnxt on {}: up, HWRM {} firmware {}", _fn.name(), _versions.text(_versions.hwrm_interface),
+               _versions.text(_versions.hwrm_firmware));
+    return {};
+}
+
+result<void> device::step(bring_up_step s, clock::time_point by) {
+    switch (s) {
+    case bring_up_step::ver_get: return ver_get(by);
+    case bring_up_step::func_reset: {
+        abi::hwrm_func_reset_input in;  // enables 0: RESETALL of this function (bnxt_hwrm_func_reset)
+        auto r = _hwrm->send<abi::hwrm_func_reset_output>(in, by);
+        return r ? result<void>{} : std::unexpected(std::move(r.error()));
+    }
+    case bring_up_step::func_qcaps: return func_qcaps(by);
+    case bring_up_step::drv_rgtr: return drv_rgtr(by);
+    case bring_up_step::backing_store: return backing_store(by);
+    case bring_up_step::resource_qcaps: {
+        auto r = _hwrm->send<abi::hwrm_func_resource_qcaps_output>(abi::hwrm_func_resource_qcaps_input{}, by);
+        if (!r && r.error().kind != error_kind::status) {
+            return std::unexpected(std::move(r.error()));
+        }
+        _new_resource_manager = r.has_value();
+        return {};
+    }
+    case bring_up_step::func_qcfg: return func_qcfg(by);
+    case bring_up_step::func_cfg: return _new_resource_manager ? func_cfg(by) : result<void>{};
+    case bring_up_step::stat_ctx: return stat_ctx(by);
+    case bring_up_step::vnic: return vnic(by);
+    case bring_up_step::l2_filter: return l2_filter(by);
+    case bring_up_step::creq: return creq(by);
+    case bring_up_step::rcfw:
+    case bring_up_step::query_func:
+    case bring_up_step::initialize_fw:
+    case bring_up_step::add_gid: return _options.roce_channel ? roce_step(s, by) : result<void>{};
+    case bring_up_step::ready: return {};
+    }
+    return {};
+}
+
+result<void> device::ver_get(clock::time_point by) {
+    // DEV_NOT_RDY: the firmware answers VER_GET but is not ready for anything else yet (after
+    // a reset); ask again until it clears or the ready deadline passes.
+    auto pause = std::chrono::milliseconds(1);
+    for (;;) {
+        auto v = _hwrm->ver_get(by);
+        if (!v) {
+            return std::unexpected(std::move(v.error()));
+        }
+        if ((v->flags & abi::VER_GET_RESP_FLAGS_DEV_NOT_RDY) == 0) {
+            _versions.hwrm_interface = {v->hwrm_intf_maj_8b, v->hwrm_intf_min_8b, v->hwrm_intf_upd_8b};
+            _versions.hwrm_firmware = {v->hwrm_fw_maj_8b, v->hwrm_fw_min_8b, v->hwrm_fw_bld_8b};
+            _versions.roce_firmware = {v->roce_fw_maj_8b, v->roce_fw_min_8b, v->roce_fw_bld_8b};
+            _chip_num = v->chip_num;
+            if (abi::generation_of(_chip_num) != abi::generation::p5) {
+                return std::unexpected(plain_error(error_kind::bad_output,
+                                                   "chip " + ::rig::abi::hex(_chip_num) +
+                                                       " is not a P5 (BCM5750x): only P5 is driven"));
+            }
+            return {};
+        }
+        const auto now = clock::now();
+        if (now >= by) {
+            return std::unexpected(plain_error(error_kind::timeout,
+                                               "VER_GET (0x0): the firmware still reports DEV_NOT_RDY after " +
+                                                   std::to_string(_options.timeouts.ready.count()) + " ms"));
+        }
+        std::this_thread::sleep_for(std::min<clock::duration>(pause, by - now));
+        pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    }
+}
+
+result<void> device::func_qcaps(clock::time_point by) {
+    auto q = _hwrm->send<abi::hwrm_func_qcaps_output>(abi::hwrm_func_qcaps_input{}, by);
+    if (!q) {
+        return std::unexpected(std::move(q.error()));
+    }
+    if ((q->flags & abi::FUNC_QCAPS_RESP_FLAGS_ROCE_V2_SUPPORTED) == 0) {
+        return std::unexpected(plain_error(error_kind::bad_output, "the function does not support RoCE v2 (FUNC_QCAPS flags " +
+                                                                       ::rig::abi::hex(q->flags) + ")"));
+    }
+    if ((q->flags_ext & abi::FUNC_QCAPS_RESP_FLAGS_EXT_BS_V2_REQUIRED) != 0) {
+        return std::unexpected(plain_error(error_kind::bad_output,
+                                           "the firmware requires FUNC_BACKING_STORE_CFG_V2 (flags_ext " +
+                                               ::rig::abi::hex(q->flags_ext) + "), which Rig does not speak"));
+    }
+    _fid = q->fid;
+    _mac = q->mac_address;
+    return {};
+}
+
+result<void> device::drv_rgtr(clock::time_point by) {
+    abi::hwrm_func_drv_rgtr_input in;
+    in.enables = abi::FUNC_DRV_RGTR_REQ_ENABLES_OS_TYPE | abi::FUNC_DRV_RGTR_REQ_ENABLES_VER;
+    in.os_type = abi::FUNC_DRV_RGTR_REQ_OS_TYPE_LINUX;  // the host's OS, as bnxt_en says
+    in.ver_maj_8b = 0;  // Rig 0.1.0
+    in.ver_min_8b = 1;
+    in.ver_upd_8b = 0;
+    in.ver_min = 1;
+    auto r = _hwrm->send<abi::hwrm_func_drv_rgtr_output>(in, by);
+    if (!r) {
+        return std::unexpected(std::move(r.error()));
+    }
+    _registered = true;
+    return {};
+}
+
+result<void> device::backing_store(clock::time_point by) {
+    auto q = _hwrm->send<abi::hwrm_func_backing_store_qcaps_output>(abi::hwrm_func_backing_store_qcaps_input{}, by);
+    if (!q) {
+        return std::unexpected(std::move(q.error()));
+    }
+    auto m = context_memory::allocate(_fn, *q, true);
+    if (!m) {
+        return std::unexpected(std::move(m.error()));
+    }
+    _ctx = std::move(*m);
+    // Once sent, the firmware may own the pages even if it refuses or never answers.
+    _backing_store_given = true;
+    auto r = _hwrm->send<abi::hwrm_func_reset_output>(_ctx->cfg_request(), by);
+    if (!r) {
+        if (r.error().kind == error_kind::status) {
+            _backing_store_given = false;  // refused: the firmware took nothing
+        }
+        return std::unexpected(std::move(r.error()));
+    }
+    return {};
+}
+
+result<void> device::func_qcfg(clock::time_point by) {
+    auto q = _hwrm->send<abi::hwrm_func_qcfg_output>(abi::hwrm_func_qcfg_input{}, by);
+    if (!q) {
+        return std::unexpected(std::move(q.error()));
+    }
+    // bnxt.c bnxt_hwrm_func_qcfg: on P5 the doorbells start at 0x10000 (PF) / 0x4000 (VF)
+    // whatever legacy_l2_db_size_kb says; the area is l2_doorbell_bar_size_kb, page aligned.
+    _db_offset = _vf ? abi::DB_VF_OFFSET_P5 : abi::DB_PF_OFFSET_P5;
+    _db_size = (std::uint64_t{q->l2_doorbell_bar_size_kb} * 1024 + page - 1) / page * page;
+    _mtu = q->admin_mtu != 0 ? q->admin_mtu : q->max_mtu_configured;
+    return {};
+}
+
+result<void> device::func_cfg(clock::time_point by) {
+    // The RoCE share bnxt_en adds to its reservation (bnxt_get_ulp_msix_num, _stat_ctxs): the
+    // CREQ and one NQ, one statistics context, one VNIC.
+    abi::hwrm_func_cfg_input in;
+    in.enables = abi::FUNC_CFG_REQ_ENABLES_NUM_MSIX | abi::FUNC_CFG_REQ_ENABLES_NUM_STAT_CTXS |
+                 abi::FUNC_CFG_REQ_ENABLES_NUM_VNICS;
+    in.num_msix = 2;
+    in.num_stat_ctxs = 1;
+    in.num_vnics = 1;
+    auto r = _hwrm->send<abi::hwrm_func_reset_output>(in, by);
+    return r ? result<void>{} : std::unexpected(std::move(r.error()));
+}
+
+result<driver::dma_memory> device::mapped(std::size_t bytes, std::uint64_t& iova, const char* what) {
+    auto mem = driver::dma_memory::allocate(bytes, driver::page_choice::small_only);
+    if (!mem) {
+        return std::unexpected(plain_error(error_kind::transport, std::string(what) + ": " + mem.error().message));
+    }
+    std::memset(mem->data(), 0, mem->size());
+    auto i = _fn.dma_map(*mem, 0, mem->size(), driver::dma_access::read_write);
+    if (!i) {
+        return std::unexpected(plain_error(error_kind::transport, std::string(what) + ": " + i.error().message));
+    }
+    iova = *i;
+    return std::move(*mem);
+}
+
+result<void> device::stat_ctx(clock::time_point by) {
+    auto mem = mapped(page, _stats_iova, "statistics buffer");
+    if (!mem) {
+        return std::unexpected(std::move(mem.error()));
+    }
+    _stats = std::move(*mem);
+    // bnxt_re_net_stats_ctx_alloc: RoCE flag, 1 s period, the buffer the firmware DMAs into.
+    abi::hwrm_stat_ctx_alloc_input in;
+    in.stats_dma_addr = _stats_iova;
+    in.update_period_ms = 1000;
+    in.stat_ctx_flags = abi::STAT_CTX_ALLOC_REQ_STAT_CTX_FLAGS_ROCE;
+    in.stats_dma_length = stats_bytes;
+    auto r = _hwrm->send<abi::hwrm_stat_ctx_alloc_output>(in, by);
+    if (!r) {
+        if (r.error().kind != error_kind::status) {  // unanswered: the firmware may DMA into it
+            {
+            const std::size_t bytes = _stats.size();
+            _stranded->keep("statistics buffer (STAT_CTX_ALLOC unanswered)", _stats_iova, bytes, std::move(_stats));
+        }
+        }
+        return std::unexpected(std::move(r.error()));
+    }
+    _stat_ctx = r->stat_ctx_id;
+    return {};
+}
+
+result<void> device::vnic(clock::time_point by) {
+    abi::hwrm_vnic_alloc_input in;
+    in.flags = abi::VNIC_ALLOC_REQ_FLAGS_DEFAULT;
+    auto a = _hwrm->send<abi::hwrm_vnic_alloc_output>(in, by);
+    if (!a) {
+        return std::unexpected(std::move(a.error()));
+    }
+    _vnic = a->vnic_id;
+    // bnxt_hwrm_vnic_cfg with the RoCE ULP registered: ROCE_DUAL_VNIC_MODE on the default VNIC;
+    // its MRU the port MTU plus the Ethernet and VLAN headers (bnxt_en: mtu + ETH_HLEN + VLAN_HLEN).
+    abi::hwrm_vnic_cfg_input c;
+    c.flags = abi::VNIC_CFG_REQ_FLAGS_DEFAULT | abi::VNIC_CFG_REQ_FLAGS_ROCE_DUAL_VNIC_MODE;
+    c.enables = abi::VNIC_CFG_REQ_ENABLES_MRU;
+    c.vnic_id = static_cast<std::uint16_t>(*_vnic);
+    c.mru = static_cast<std::uint16_t>((_mtu != 0 ? _mtu : 1500) + 14 + 4);
+    auto r = _hwrm->send<abi::hwrm_func_reset_output>(c, by);
+    return r ? result<void>{} : std::unexpected(std::move(r.error()));
+}
+
+result<void> device::l2_filter(clock::time_point by) {
+    abi::hwrm_cfa_l2_filter_alloc_input in;
+    in.flags = abi::CFA_L2_FILTER_ALLOC_REQ_FLAGS_PATH_RX | abi::CFA_L2_FILTER_ALLOC_REQ_FLAGS_TRAFFIC_ROCE;
+    in.enables = abi::CFA_L2_FILTER_ALLOC_REQ_ENABLES_L2_ADDR | abi::CFA_L2_FILTER_ALLOC_REQ_ENABLES_L2_ADDR_MASK |
+                 abi::CFA_L2_FILTER_ALLOC_REQ_ENABLES_DST_ID;
+    in.l2_addr = _mac;
+    in.l2_addr_mask = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    in.dst_id = static_cast<std::uint16_t>(*_vnic);
+    auto r = _hwrm->send<abi::hwrm_cfa_l2_filter_alloc_output>(in, by);
+    if (!r) {
+        return std::unexpected(std::move(r.error()));
+    }
+    _l2_filter = r->l2_filter_id;
+    return {};
+}
+
+result<void> device::creq(clock::time_point by) {
+    // The CREQ (bnxt_re_dev_init, bnxt_re_net_ring_alloc): creq_entries 16-byte entries; more
+    // than a page goes by a PBL of one level, its PTEs the pages' addresses | PTU_PTE_VALID.
+    const std::size_t ring_pages = (std::size_t{_options.creq_entries} * 16 + page - 1) / page;
+    const std::size_t pbl = ring_pages > 1 ? 1 : 0;
+    if (ring_pages > page / 8) {
+        return std::unexpected(plain_error(error_kind::bad_input, "a CREQ of " + std::to_string(_options.creq_entries) +
+                                                                      " entries needs more than one PBL page"));
+    }
+    auto mem = mapped((ring_pages + pbl) * page, _creq_iova, "CREQ ring");
+    if (!mem) {
+        return std::unexpected(std::move(mem.error()));
+    }
+    _creq = std::move(*mem);
+    abi::hwrm_ring_alloc_input in;
+    in.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
+    in.int_mode = abi::RING_ALLOC_REQ_INT_MODE_MSIX;
+    in.length = _options.creq_entries;
+    in.logical_id = _options.creq_msix;
+    if (pbl != 0) {
+        std::byte* ptes = _creq.data() + ring_pages * page;
+        for (std::size_t p = 0; p < ring_pages; ++p) {
+            ::rig::abi::store_le<std::uint64_t>(ptes + 8 * p, (_creq_iova + p * page) | abi::PTU_PTE_VALID);
+        }
+        in.page_tbl_addr = _creq_iova + ring_pages * page;
+        in.page_size = 12;  // BNXT_PAGE_SHIFT
+        in.page_tbl_depth = 1;
+    } else {
+        in.page_tbl_addr = _creq_iova;
+    }
+    auto r = _hwrm->send<abi::hwrm_ring_alloc_output>(in, by);
+    if (!r) {
+        if (r.error().kind != error_kind::status) {  // unanswered: the ring may exist
+            {
+            const std::size_t bytes = _creq.size();
+            _stranded->keep("CREQ ring pages (RING_ALLOC unanswered)", _creq_iova, bytes, std::move(_creq));
+        }
+        }
+        return std::unexpected(std::move(r.error()));
+    }
+    _creq_id = r->ring_id;
+    return {};
+}
+
+// The GID Linux puts first in a RoCE port's table: fe80::/64 with the modified EUI-64 of the
+// MAC (U/L bit flipped, ff:fe in the middle; RFC 4291 appendix A, addrconf_ifid_eui48).
+static std::array<std::uint8_t, 16> link_local_gid(const std::array<std::uint8_t, 6>& mac) noexcept {
+    return {0xfe, 0x80, 0, 0, 0, 0, 0, 0, static_cast<std::uint8_t>(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe,
+            mac[3], mac[4], mac[5]};
+}
+
+result<void> device::roce_step(bring_up_step s, clock::time_point by) {
+    switch (s) {
+    case bring_up_step::rcfw: {
+        auto ch = rcfw_channel::create(_fn, *_stranded,
+                                       {*_creq_id, _creq.data(), _options.creq_entries, _db_offset}, _options.rcfw);
+        if (!ch) {
+            return std::unexpected(std::move(ch.error()));
+        }
+        _rcfw = std::move(*ch);
+        if (_options.trace) {
+            _rcfw->trace(_options.trace);
+        }
+        return {};
+    }
+    case bring_up_step::query_func: {
+        std::vector<std::byte> side;
+        auto r = _rcfw->send<abi::creq_query_func_resp>(abi::cmdq_query_func{}, abi::creq_query_func_resp_sb::layout_size,
+                                                        by, &side);
+        if (!r) {
+            return std::unexpected(std::move(r.error()));
+        }
+        auto sb = abi::decode<abi::creq_query_func_resp_sb>(side);
+        if (!sb) {
+            return std::unexpected(plain_error(error_kind::bad_output, sb.error().message()));
+        }
+        // bnxt_qplib_get_dev_attr: max_qp + 1 (QP1), max_qp_wr - 1
+        _roce.max_qp = sb->max_qp + 1;
+        _roce.max_qp_wr = sb->max_qp_wr != 0 ? sb->max_qp_wr - 1u : 0u;
+        _roce.max_cq = sb->max_cq;
+        _roce.max_cqe = std::min<std::uint32_t>(sb->max_cqe, 0xfffff);
+        _roce.max_mr = sb->max_mr;
+        _roce.max_pd = sb->max_pd;
+        _roce.max_gid = sb->max_gid;
+        _roce.max_sge = sb->max_sge;
+        _roce.dev_cap_flags = sb->dev_cap_flags;
+        _roce.max_mr_size = sb->max_mr_size;
+        return {};
+    }
+    case bring_up_step::initialize_fw: {
+        // bnxt_qplib_init_rcfw on a P5 PF: no context tables (the backing store has them), the
+        // doorbell page size as log2 - 12, the RoCE statistics context; VF limits left 0.
+        abi::cmdq_initialize_fw in;
+        in.log2_dbr_pg_size = 0;  // 4 KiB pages
+        in.stat_ctx_id = *_stat_ctx;
+        if ((_roce.dev_cap_flags & abi::CREQ_QUERY_FUNC_RESP_SB_HW_REQUESTER_RETX_ENABLED) != 0) {
+            in.flags |= abi::CMDQ_INITIALIZE_FW_FLAGS_HW_REQUESTER_RETX_SUPPORTED;
+        }
+        auto r = _rcfw->send<abi::creq_initialize_fw_resp>(in, 0, by);
+        if (!r) {
+            return std::unexpected(std::move(r.error()));
+        }
+        _fw_initialized = true;
+        return {};
+    }
+    case bring_up_step::add_gid: {
+        // bnxt_qplib_add_sgid: the GID's 16 bytes reversed, the MAC's pairs swapped, no VLAN.
+        _gid = link_local_gid(_mac);
+        abi::cmdq_add_gid in;
+        in.gid = abi::add_gid_gid(_gid);
+        in.src_mac = abi::add_gid_src_mac(_mac);
+        auto r = _rcfw->send<abi::creq_add_gid_resp>(in, 0, by);
+        if (!r) {
+            return std::unexpected(std::move(r.error()));
+        }
+        _gid_index = r->xid;
+        return {};
+    }
+    default: return {};
+    }
+}
+
+result<void> device::teardown() {
+    if (_torn_down) {
+        if (_teardown_error) {
+            return std::unexpected(*_teardown_error);
+        }
+        return {};
+    }
+    auto r = undo();
+    _torn_down = true;
+    if (!r) {
+        _teardown_error = r.error();
+    }
+    return r;
+}
+
+result<void> device::undo() {
+    std::optional<error> first;
+    if (_rcfw) {
+        // bnxt_re: its GIDs deleted (ib_core's GID table cleanup calls bnxt_re_del_gid), then
+        // DEINITIALIZE_FW, then the channel goes (bnxt_qplib_disable_rcfw_channel).
+        if (_gid_index && !_rcfw->failure()) {
+            abi::cmdq_delete_gid del;
+            del.gid_index = static_cast<std::uint16_t>(*_gid_index);
+            auto r = _rcfw->send<abi::creq_delete_gid_resp>(del, 0, clock::now() + _options.timeouts.teardown_step);
+            if (!r) {
+                first = with_prefix(std::move(r.error()), "teardown step DELETE_GID: ");
+            }
+        }
+        bool deinitialized = !_fw_initialized;
+        if (_fw_initialized && !_rcfw->failure()) {
+            auto r = _rcfw->send<abi::creq_deinitialize_fw_resp>(abi::cmdq_deinitialize_fw{}, 0,
+                                                                 clock::now() + _options.timeouts.teardown_step);
+            deinitialized = r.has_value();
+            if (!r) {
+                first = with_prefix(std::move(r.error()), "teardown step DEINITIALIZE_FW: ");
+            }
+        }
+        if (!deinitialized) {
+            _rcfw->strand("the RoCE firmware was not deinitialized");
+        }
+        _rcfw.reset();
+        _fw_initialized = false;
+        _gid_index.reset();
+    }
+    const auto send = [&](teardown_step s, auto in, bool& done) {
+        if (dead()) {
+            return;
+        }
+        auto r = _hwrm->send<abi::hwrm_func_reset_output>(in, clock::now() + _options.timeouts.teardown_step);
+        if (r) {
+            done = true;
+            return;
+        }
+        error e = with_prefix(std::move(r.error()), "teardown step " + std::string(to_string(s)) + ": ");
+        log().debug("bnxt on {}: {}", _fn.name(), e.message);
+        if (!first) {
+            first = std::move(e);
+        }
+    };
+    bool creq_freed = !_creq_id.has_value();
+    if (_creq_id) {
+        abi::hwrm_ring_free_input in;
+        in.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
+        in.ring_id = *_creq_id;
+        send(teardown_step::creq, in, creq_freed);
+    }
+    bool filter_freed = true;
+    if (_l2_filter) {
+        filter_freed = false;
+        abi::hwrm_cfa_l2_filter_free_input in;
+        in.l2_filter_id = *_l2_filter;
+        send(teardown_step::l2_filter, in, filter_freed);
+    }
+    bool vnic_freed = true;
+    if (_vnic) {
+        vnic_freed = false;
+        abi::hwrm_vnic_free_input in;
+        in.vnic_id = *_vnic;
+        send(teardown_step::vnic, in, vnic_freed);
+    }
+    bool stat_freed = !_stat_ctx.has_value();
+    if (_stat_ctx) {
+        abi::hwrm_stat_ctx_free_input in;
+        in.stat_ctx_id = *_stat_ctx;
+        send(teardown_step::stat_ctx, in, stat_freed);
+    }
+    bool unregistered = !_registered;
+    if (_registered) {
+        abi::hwrm_func_drv_unrgtr_input in;
+        send(teardown_step::drv_unrgtr, in, unregistered);
+    }
+    bool released = !_backing_store_given;
+    if (_backing_store_given) {
+        abi::hwrm_func_reset_input in;
+        send(teardown_step::func_reset, in, released);
+    }
+    // Memory the firmware may still write (it never let go, or stopped answering) is stranded.
+    const std::string why = dead() ? "the firmware stopped answering" : "the firmware did not release it";
+    if (_creq) {
+        if (!creq_freed) {
+            {
+            const std::size_t bytes = _creq.size();
+            _stranded->keep("CREQ ring " + std::to_string(*_creq_id) + " pages", _creq_iova, bytes, std::move(_creq));
+        }
+        } else {
+            static_cast<void>(_fn.dma_unmap(_creq_iova, _creq.size()));
+            _creq = {};
+        }
+    }
+    if (_stats) {
+        if (!stat_freed) {
+            {
+            const std::size_t bytes = _stats.size();
+            _stranded->keep("statistics buffer", _stats_iova, bytes, std::move(_stats));
+        }
+        } else {
+            static_cast<void>(_fn.dma_unmap(_stats_iova, _stats.size()));
+            _stats = {};
+        }
+    }
+    if (_ctx) {
+        if (!released) {
+            _ctx->strand(*_stranded, why);
+        }
+        _ctx.reset();
+    }
+    _creq_id.reset();
+    _l2_filter.reset();
+    _vnic.reset();
+    _stat_ctx.reset();
+    _registered = false;
+    _backing_store_given = false;
+    static_cast<void>(unregistered);
+    static_cast<void>(filter_freed);
+    static_cast<void>(vnic_freed);
+    if (first) {
+        return std::unexpected(std::move(*first));
+    }
+    return {};
+}
+
+}  // namespace rig::firmware::bnxt

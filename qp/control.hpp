@@ -1,0 +1,100 @@
+#pragma once
+// The per-family control plane behind rig::nic (DESIGN.md §1 qp/): bring-up, the NIC-wide
+// objects, regions' keys, queue pairs' firmware objects and their state changes, and teardown.
+// One virtual call per API control call (each is one or a few firmware commands: a virtual call
+// is nothing beside them); the data path never comes here (qp/state.hpp on_path).
+//
+// nic.cpp keeps what every family shares: the locks, the lists of regions and queue pairs, the
+// misuse checks, the dirty-connect rule, the events' way to the waiters, close's order. A family
+// keeps its own rule of what a firmware that stopped answering may still name (stranded(), and
+// nothing more sent: mlx5 fails its command queue).
+//
+// Errors: a family's call returns the firmware's refusal with its message only ("INIT2RTR_QP
+// (0x503): BAD_PARAM_ERR (0x3), syndrome 0x5a5a"); nic.cpp names the call in front (named()).
+// The factory's errors are whole ("nic::open vfio-user:...: bring-up step ...").
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "abi/pci_ids.hpp"
+#include "driver/error.hpp"
+#include "driver/function.hpp"
+#include "qp/endpoint.hpp"
+#include "qp/error.hpp"
+#include "qp/info.hpp"
+#include "qp/nic.hpp"
+
+namespace rig::detail {
+
+struct region_state;
+struct qp_state;
+
+// What the family's event thread tells the NIC (beside the user's nic_options hooks, which the
+// family calls itself: completion before the NIC's, the others after).
+struct family_events {
+    std::function<void(std::uint32_t qpn, std::uint8_t code)> qp_failure;  // code != 0: qp_state::nic_event
+    std::function<void(std::uint32_t cqn)> completion;
+    std::function<void()> fatal;
+};
+
+class control_plane {
+public:
+    virtual ~control_plane() = default;
+
+    // Of the port, after bring-up.
+    virtual std::array<std::byte, 6> mac() const = 0;
+    virtual std::array<std::byte, 16> gid() const = 0;    // GID table entry 0
+    virtual std::uint32_t path_mtu() const = 0;           // bytes: the largest RoCE MTU the port carries
+    virtual std::uint8_t log_max_ring() const = 0;        // the largest ring a queue pair may have, log2
+
+    // Registers r's memory (mapped at r.iova for r.bytes, rights r.rights): sets r.key and
+    // r.family. Refused: r.memory is left for the NIC to unmap, or taken (stranded) when the
+    // firmware may still name it.
+    virtual result<void> register_memory(region_state& r) = 0;
+    // Ok: the NIC unmaps and frees r.memory. Refused with r.memory left: still registered;
+    // with r.memory taken (stranded): the registration is gone.
+    virtual result<void> deregister_memory(region_state& r) = 0;
+
+    // Creates the queue pair's firmware objects with rings of 2^log_ring entries, and fills
+    // s.number, s.send_cq, s.receive_cq, s.family and s.path. Refused: gives back what it took
+    // (but what a firmware that stopped answering may name).
+    virtual result<void> make_qp(qp_state& s, std::uint8_t log_ring) = 0;
+    // The connect steps (DESIGN.md §2 connect: ack timeout 14, retry 7, RNR retry 7).
+    virtual result<void> to_reset(qp_state& s) = 0;
+    virtual result<void> reset_to_init(qp_state& s) = 0;  // remote read and write allowed
+    virtual result<void> init_to_rtr(qp_state& s, const endpoint& peer, std::uint32_t path_mtu_bytes) = 0;
+    virtual result<void> rtr_to_rts(qp_state& s) = 0;     // sends from s.psn
+    virtual result<qp_info> query(const qp_state& s) = 0;
+    // Destroys what the firmware still holds of the queue pair (QP, then its CQs). Refused while
+    // the firmware answers: all of it is kept (the CQs too) until close.
+    virtual result<void> release_qp(qp_state& s) = 0;
+
+    virtual std::vector<stranded_region> stranded() const = 0;
+    virtual bool failed() const = 0;      // the firmware stopped answering, or the NIC failed
+    virtual bool torn_down() const = 0;
+    // Gives back the NIC-wide objects (when the firmware answers) and tears the function down;
+    // completes locally on a firmware that stopped answering. Queue pairs and regions first.
+    virtual result<void> close() = 0;
+};
+
+// A family's bring-up: its control plane over `fn`, or why not (a whole message).
+using control_factory = result<std::unique_ptr<control_plane>> (*)(driver::function& fn, std::string_view where,
+                                                                   const nic_options& options,
+                                                                   family_events events);
+
+// "<call>: <message>"
+inline error named(std::string_view call, error e) {
+    e.message = std::string(call) + ": " + e.message;
+    return e;
+}
+// "<call>: <PCI layer message>"
+inline error os_error(std::string_view call, const driver::error& e) {
+    return plain_error(error_kind::os, std::string(call) + ": " + e.message);
+}
+
+}  // namespace rig::detail

@@ -1,0 +1,88 @@
+#pragma once
+// The mlx5 control plane behind rig::nic (qp/control.hpp): firmware::mlx5::hca::bring_up
+// (reference/mlx5.md §1.1), then one UAR (the queue pairs' doorbells and the CQs' arm doorbells,
+// BAR0 page `uar`, mapped write-combining: §4.1) and one protection domain shared by every
+// region and queue pair of the NIC; regions are MTT memory keys (§1.3), queue pairs an RC QP with
+// a send and a receive CQ (§3.5-§3.7). Internal to qp/.
+//
+// A command that timed out or met a fatal error leaves the firmware possibly holding memory:
+// the command queue is failed then (nothing more is sent: every later command is refused at
+// once) and what it may name is stranded (firmware/mlx5/objects.hpp).
+#include "qp/state.hpp"  // first: see qp/mlx5/data_path.hpp
+
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "driver/function.hpp"
+#include "firmware/mlx5/hca.hpp"
+#include "firmware/mlx5/objects.hpp"
+#include "qp/control.hpp"
+
+namespace rig::qp::mlx5 {
+
+namespace fw = ::rig::firmware::mlx5;
+
+// The firmware objects of one queue pair, and of one region.
+struct qp_objects final : detail::family_objects {
+    fw::cq send_cq;
+    fw::cq receive_cq;
+    fw::qp qp;
+};
+struct region_objects final : detail::family_objects {
+    fw::mkey key;
+};
+
+class control final : public detail::control_plane {
+public:
+    // The control_factory of mlx5 (nic.cpp's family table).
+    static result<std::unique_ptr<detail::control_plane>> open(driver::function& fn, std::string_view where,
+                                                                const nic_options& options,
+                                                                detail::family_events events);
+    ~control() override;
+
+    std::array<std::byte, 6> mac() const override { return _mac; }
+    std::array<std::byte, 16> gid() const override { return _gid; }
+    std::uint32_t path_mtu() const override;
+    std::uint8_t log_max_ring() const override;
+
+    result<void> register_memory(detail::region_state& r) override;
+    result<void> deregister_memory(detail::region_state& r) override;
+
+    result<void> make_qp(detail::qp_state& s, std::uint8_t log_ring) override;
+    result<void> to_reset(detail::qp_state& s) override;
+    result<void> reset_to_init(detail::qp_state& s) override;
+    result<void> init_to_rtr(detail::qp_state& s, const endpoint& peer, std::uint32_t path_mtu_bytes) override;
+    result<void> rtr_to_rts(detail::qp_state& s) override;
+    result<qp_info> query(const detail::qp_state& s) override;
+    result<void> release_qp(detail::qp_state& s) override;
+
+    std::vector<stranded_region> stranded() const override;
+    bool failed() const override { return _hca && _hca->failed(); }
+    bool torn_down() const override { return !_hca || _hca->torn_down(); }
+    result<void> close() override;
+
+private:
+    control(driver::function& fn, const nic_options& options) : _fn(fn), _command_timeout(options.command_timeout) {}
+    result<void> start(std::string_view where, const nic_options& options, detail::family_events events);
+    result<void> nic_objects();  // BAR0 mapped, UAR, PD
+    // The refusal as the API's error, after note(): nothing more is sent after a timeout.
+    error refused(const fw::error& e);
+    void note(const fw::error& e);
+    fw::deadline by() const { return fw::command_queue::clock::now() + _command_timeout; }
+    fw::command_queue& commands() { return _hca->commands(); }
+    fw::stranded_memory& stranded_registry() { return _hca->stranded_registry(); }
+    void set_data_path(detail::qp_state& s, const qp_objects& o);
+
+    driver::function& _fn;
+    std::chrono::milliseconds _command_timeout;
+    std::unique_ptr<fw::hca> _hca;
+    driver::bar_mapping _bar0;
+    std::optional<std::uint32_t> _uar;
+    std::optional<std::uint32_t> _pd;
+    std::array<std::byte, 6> _mac{};
+    std::array<std::byte, 16> _gid{};
+    std::uint32_t _next_bfreg = 0;
+};
+
+}  // namespace rig::qp::mlx5

@@ -1,0 +1,157 @@
+#pragma once
+// The mlx5 data path of one queue pair: its send and receive queues and their completion
+// queues over the memory the control plane made (qp/mlx5/control.hpp), with the operations
+// rig::queue_pair dispatches to (qp/state.hpp on_path: no virtual call). The arguments are the
+// API's own (device addresses, lengths, keys); the mlx5 entry formats stay in here.
+//
+// abi/mlx5/ifc/*.hpp before the qp/mlx5 queues: the ifc headers name rig::abi as `abi` from
+// inside rig::mlx5, which finds rig::mlx5::abi (abi/mlx5/entry.hpp, ...) once that is declared.
+// Files that include this one include it before any abi/mlx5 data-path header.
+#include "abi/mlx5/ifc/eqe.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "abi/mlx5/entry.hpp"
+#include "qp/mlx5/completion_queue.hpp"
+#include "qp/mlx5/receive_queue.hpp"
+#include "qp/mlx5/send_queue.hpp"
+#include "qp/region.hpp"
+
+namespace rig::qp::mlx5 {
+
+struct data_path_memory {
+    send_queue_memory send;
+    receive_queue_memory receive;
+    completion_queue_memory send_cq;
+    completion_queue_memory receive_cq;
+    std::uint32_t qpn = 0;
+    std::uint32_t send_cqn = 0;
+    std::uint32_t receive_cqn = 0;
+};
+
+// The failure the NIC reported for a queue pair by event (WQ_CATAS_ERROR, WQ_INVAL_REQ_ERROR,
+// WQ_ACCESS_ERROR, PATH_MIG_FAILED), as its entries carry it; `event_type` is the EQE's type.
+[[gnu::cold]] entry_error reported_failure(std::uint8_t event_type) noexcept;
+// Is an event of this type a queue pair's failure (PATH_MIG, COMM_EST, SQ_DRAINED are not)?
+bool is_failure_event(std::uint8_t event_type) noexcept;
+
+class data_path {
+public:
+    explicit data_path(const data_path_memory& m)
+        : sq(m.send, m.qpn), rq(m.receive), scq(m.send_cq, m.send_cqn), rcq(m.receive_cq, m.receive_cqn),
+          qpn_(m.qpn) {}
+
+    // What one entry takes (queue_pair's misuse checks).
+    static constexpr std::size_t max_inline = abi::max_inline;
+    static constexpr std::uint64_t max_message = static_cast<std::uint64_t>(abi::max_message);
+
+    // Every entry asks for a completion: the API takes one result per entry.
+    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key) {
+        sq.post(abi::send_op{local(at, n, key)}, true);
+    }
+    void post_receive(std::uint64_t at, std::size_t n, std::uint32_t key) { rq.post(local(at, n, key)); }
+    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to) {
+        sq.post(abi::write_op{local(at, n, key), remote(to)}, true);
+    }
+    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to) {
+        const std::string_view data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        sq.post(abi::write_inline_op{data, remote(to)}, true);
+    }
+    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key) {
+        sq.post(abi::read_op{remote(from), local(at, n, key)}, true);
+    }
+    void ring(bool send) {
+        if (send) {
+            sq.ring();
+        } else {
+            rq.ring();
+        }
+    }
+    std::uint32_t room(bool send) const noexcept { return send ? sq.room() : rq.room(); }
+    const qp::ring& entries(bool send) const noexcept { return send ? sq.entries() : rq.entries(); }
+    std::optional<entry_result> take(bool send) noexcept { return send ? sq.poll() : rq.poll(); }
+    // wait(): the completion queue's arm doorbell and its event count (rdma-core mlx5_cq_event).
+    void arm(bool send) noexcept { (send ? scq : rcq).arm(); }
+    void event(bool send) noexcept { (send ? scq : rcq).event(); }
+
+    // Takes in every CQE the NIC wrote for either ring, then spreads a failure: a queue pair
+    // fails as a whole, so once one ring failed the other's entries without a result fail too
+    // (seed: "the NIC then runs none of its entries that have no completion, of either ring").
+    // `nic_event`: the failure event the NIC reported for the queue pair (0: none), read after
+    // the CQEs (those the NIC wrote before its event keep their results).
+    void take_completions(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
+        abi::completion c;
+        while (scq.poll(c)) {
+            if (c.qpn != qpn_ || !is_send_side(c.opcode) || c.error == abi::cqe_error::unknown) {
+                sq.fail(unexpected_completion());   // a kind this ring does not take
+            } else {
+                sq.complete(c);
+            }
+        }
+        while (rcq.poll(c)) {
+            if (c.qpn != qpn_ || is_send_side(c.opcode)) {
+                rq.fail(unexpected_completion());
+            } else {
+                rq.complete(c);
+            }
+        }
+        // After every CQE the NIC wrote: a failure it reported by event, or its own failure.
+        if (const std::uint8_t event = nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
+            failed_from_outside(reported_failure(event));
+        } else if (machine_failed) [[unlikely]] {
+            failed_from_outside({"the NIC failed (fatal health report or internal error)", 0, 0, true});
+        }
+        spread_failure();
+    }
+
+    send_queue sq;
+    receive_queue rq;
+    completion_queue scq;
+    completion_queue rcq;
+
+private:
+    static abi::local local(std::uint64_t at, std::size_t n, std::uint32_t key) noexcept {
+        return {static_cast<std::int64_t>(at), static_cast<std::int64_t>(n), static_cast<std::int64_t>(key)};
+    }
+    static abi::remote remote(const rig::remote& to) noexcept {
+        return {static_cast<std::int64_t>(to.address), static_cast<std::int64_t>(to.key)};
+    }
+    // The queue pair failed with `e`: a ring not yet failed fails with it, one failed only by the
+    // NIC's flushes takes it as the error its remaining entries carry.
+    [[gnu::cold]] void failed_from_outside(const entry_error& e) noexcept {
+        sq.fail(e);
+        sq.adopt_failure(e);
+        rq.fail(e);
+        rq.adopt_failure(e);
+    }
+    // A queue pair fails as a whole: the ring whose entry failed itself gives its failure to the
+    // other, which may so far hold only the NIC's flush CQEs (syndrome 0x5, taken in whichever
+    // CQ was polled first) or nothing at all.
+    void spread_failure() noexcept {
+        const qp::ring& send = sq.entries();
+        const qp::ring& receive = rq.entries();
+        if (!send.failed() && !receive.failed()) [[likely]] {
+            return;
+        }
+        if (send.failed_itself() && !receive.failed_itself()) {
+            rq.fail(send.failure());
+            rq.adopt_failure(send.failure());
+        } else if (receive.failed_itself() && !send.failed_itself()) {
+            sq.fail(receive.failure());
+            sq.adopt_failure(receive.failure());
+        } else if (send.failed() && !receive.failed()) {
+            rq.fail(send.failure());
+        } else if (receive.failed() && !send.failed()) {
+            sq.fail(receive.failure());
+        }
+    }
+
+    std::uint32_t qpn_;
+};
+
+}  // namespace rig::qp::mlx5

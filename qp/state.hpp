@@ -1,0 +1,81 @@
+#pragma once
+// What the NIC keeps for each region and queue pair (qp/nic.hpp owns them; region and
+// queue_pair are handles): the family-neutral part the API's checks and the event plumbing
+// use, what the family's control plane keeps of its firmware objects (family_objects, opaque
+// here), and the family's data path (a variant: queue_pair dispatches on its index, never by a
+// virtual call). Internal to qp/.
+#include "qp/mlx5/data_path.hpp"  // first: abi/mlx5/ifc before abi/mlx5 data-path headers (its comment)
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <variant>
+
+#include "driver/dma_memory.hpp"
+#include "qp/region.hpp"
+
+namespace rig::detail {
+
+// What a family's control plane keeps of one region or queue pair: its firmware objects.
+struct family_objects {
+    virtual ~family_objects() = default;
+};
+
+struct region_state {
+    driver::dma_memory memory;  // empty once freed, or once stranded by the control plane
+    std::uint64_t iova = 0;
+    std::size_t bytes = 0;
+    rig::access rights = rig::access::local;
+    std::uint32_t key = 0;      // lkey == rkey
+    bool registered = false;    // false once deregistered (or stranded at close)
+    std::unique_ptr<family_objects> family;
+};
+
+// Each family's data path; monostate until make_qp filled it (a handle never sees that).
+// bnxt's joins here as a second alternative (qp/bnxt/, the next issue).
+using data_path = std::variant<std::monostate, qp::mlx5::data_path>;
+
+struct qp_state {
+    std::uint32_t number = 0;      // the queue pair's number (24 bits)
+    std::uint32_t send_cq = 0;     // its completion queues' numbers (completion events)
+    std::uint32_t receive_cq = 0;
+    std::unique_ptr<family_objects> family;
+    data_path path;
+    std::uint32_t psn = 0;
+    bool connected = false;
+    bool dirty = false;       // a connect stopped part-way: the next one resets first
+    bool destroyed = false;   // destroy() was called (Ok or not): the handle is dead
+    // Set by the NIC's event thread: the failure the NIC reported for this queue pair, in the
+    // family's code (mlx5: the EQE's event type); 0: none. The data path reads it after taking
+    // in the completions (seed: "a queue pair fails ... when the NIC reports its failure").
+    std::atomic<std::uint8_t> nic_event{0};
+    // Completion events of the send and receive CQs, counted by the NIC's event thread; the
+    // `_seen` counts are the waiting thread's: each event it takes in moves the CQ's arm
+    // sequence number on before the next arm (rdma-core mlx5_cq_event: arm_sn++), so the
+    // completion queue itself is touched by one thread only.
+    std::atomic<std::uint32_t> send_events{0};
+    std::atomic<std::uint32_t> receive_events{0};
+    std::uint32_t send_events_seen = 0;
+    std::uint32_t receive_events_seen = 0;
+};
+
+[[noreturn, gnu::cold]] void no_data_path();
+
+// `f` on the family's data path of `s`: a compare of the variant's index and a direct call.
+template <class F>
+[[gnu::always_inline]] inline decltype(auto) on_path(qp_state& s, F&& f) {
+    if (auto* p = std::get_if<qp::mlx5::data_path>(&s.path)) [[likely]] {
+        return f(*p);
+    }
+    no_data_path();
+}
+template <class F>
+[[gnu::always_inline]] inline decltype(auto) on_path(const qp_state& s, F&& f) {
+    if (const auto* p = std::get_if<qp::mlx5::data_path>(&s.path)) [[likely]] {
+        return f(*p);
+    }
+    no_data_path();
+}
+
+}  // namespace rig::detail

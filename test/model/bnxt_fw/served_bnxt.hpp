@@ -1,0 +1,34 @@
+#pragma once
+// The bnxt function model (sim/bnxt/function_model.hpp) served over vfio-user in this process
+// and opened as a driver opens it (driver::open("vfio-user:...")).
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "driver/function.hpp"
+#include "sim/bnxt/function_model.hpp"
+#include "sim/vfio_user/server.hpp"
+#include "test/temp_dir.hpp"
+
+namespace rig::test::bnxt_fw {
+
+// Teardown in reverse: the client, then the server, then the model.
+struct served_bnxt {
+    rig::test::temp_dir dir{"rig-bnxt-fw"};
+    rig::sim::bnxt::function_model fn;
+    std::unique_ptr<rig::sim::vfio_user::server> srv;
+    std::unique_ptr<rig::driver::function> f;
+
+    explicit served_bnxt(rig::sim::bnxt::function_options o = {}) : fn(o) {
+        auto s = rig::sim::vfio_user::server::create(dir.file("bnxt.sock"), fn);
+        REQUIRE(s.has_value());
+        srv = std::move(*s);
+        fn.attach(*srv);
+        srv->start();
+        auto opened = rig::driver::open("vfio-user:" + dir.file("bnxt.sock"));
+        REQUIRE(opened.has_value());
+        f = std::move(*opened);
+    }
+};
+
+}  // namespace rig::test::bnxt_fw

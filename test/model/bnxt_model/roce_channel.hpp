@@ -1,0 +1,138 @@
+#pragma once
+// A driver's RoCE command channel on the bnxt model, raw as bnxt_qplib drives it (qplib_rcfw.c
+// bnxt_qplib_start_rcfw, __send_message, bnxt_qplib_service_creq): a CREQ NQ made by HWRM
+// RING_ALLOC, a CMDQ at level 1, cmdq_init written to the BAR0 mailbox; commands copied in with
+// cookies, the producer and trigger written, completions read by the valid bit's pass.
+#include <poll.h>
+#include <unistd.h>
+
+#include "abi/bnxt/rcfw_cmds.hpp"
+#include "context_setup.hpp"
+
+namespace rig::test::bnxt {
+
+struct roce_channel {
+    served_bnxt& m;
+    std::uint32_t slots;
+    served_bnxt::block cmdq{}, creq{};
+    std::uint32_t creq_len;
+    std::uint16_t creq_id = 0;
+    std::uint32_t prod = 0;      // CMDQ producer (slots)
+    std::uint32_t cons = 0;      // CREQ consumer
+    bool first = true;
+    std::uint16_t cookie = 0;
+    std::vector<int> irqs;
+
+    // A CREQ NQ of `creq_entries` (depth 0, MSI-X vector 1) and a CMDQ of `cmdq_slots` at
+    // level 1 (one PTE page), cmdq_init written.
+    roce_channel(served_bnxt& s, std::uint32_t creq_entries = 256, std::uint32_t cmdq_slots = 1024)
+        : m(s), slots(cmdq_slots), creq_len(creq_entries) {
+        auto v = m.f->enable_irqs(drv::irq_kind::msix, 4);
+        REQUIRE(v.has_value());
+        irqs = *v;
+        abi::hwrm_ring_alloc_input r;
+        r.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
+        r.length = creq_entries;
+        r.page_size = 4;
+        r.logical_id = 1;
+        r.int_mode = abi::RING_ALLOC_REQ_INT_MODE_MSIX;
+        creq = m.alloc(std::size_t{creq_entries} * 16);
+        r.page_tbl_addr = creq.iova;
+        const response a = m.send(r);
+        REQUIRE(a.error_code() == 0);
+        creq_id = a.as<abi::hwrm_ring_alloc_output>().ring_id;
+        cmdq = m.alloc(std::size_t{cmdq_slots} * 16);
+        const auto pte = m.alloc(4096);
+        for (std::size_t p = 0; p < (std::size_t{cmdq_slots} * 16 + 4095) / 4096; ++p) {
+            rig::abi::store_le<std::uint64_t>(pte.host + 8 * p, (cmdq.iova + 4096 * p) | 1);
+        }
+        abi::cmdq_init init;
+        init.cmdq_pbl = pte.iova;
+        init.cmdq_lvl = 1;
+        init.cmdq_size = static_cast<std::uint16_t>(cmdq_slots);
+        init.creq_ring_id = creq_id;
+        const auto b = abi::to_bytes(init);
+        for (std::size_t off = 0; off < 16; off += 4) {
+            m.write32(abi::RCFW_COMM_BASE_OFFSET + off, rig::abi::load_le<std::uint32_t>(b.data() + off));
+        }
+    }
+
+    // Copies a command into the CMDQ (cookie set) without ringing.
+    template <class Cmd>
+    std::uint16_t queue(Cmd c) {
+        c.cookie = ++cookie;
+        const auto b = abi::to_bytes(c);
+        for (std::size_t i = 0; i < b.size(); i += 16) {
+            std::memcpy(cmdq.host + (prod % slots) * 16, b.data() + i, 16);
+            ++prod;
+        }
+        return c.cookie;
+    }
+    void ring() {
+        std::uint32_t p = prod % slots;
+        if (first) {
+            p |= abi::FIRMWARE_FIRST_FLAG;
+            first = false;
+        }
+        m.write32(abi::RCFW_COMM_BASE_OFFSET + abi::RCFW_PF_VF_COMM_PROD_OFFSET, p);
+        m.write32(abi::RCFW_COMM_BASE_OFFSET + abi::RCFW_COMM_TRIG_OFFSET, abi::RCFW_CMDQ_TRIG_VAL);
+    }
+    // The next CREQ entry, once its valid bit says this pass (CREQ_CMP_VALID); empty on timeout.
+    std::optional<std::array<std::byte, 16>> next(std::chrono::milliseconds timeout = 2000ms) {
+        const std::byte* e = creq.host + (cons % creq_len) * 16;
+        const std::uint8_t want = ((cons / creq_len) & 1) == 0 ? 1 : 0;
+        const auto until = std::chrono::steady_clock::now() + timeout;
+        while (std::chrono::steady_clock::now() < until) {
+            if ((std::to_integer<std::uint8_t>(reinterpret_cast<const volatile std::byte*>(e)[8]) & 1) == want) {
+                rig::abi::barrier::from_device();   // the rest after the valid byte
+                std::array<std::byte, 16> out;
+                std::memcpy(out.data(), e, 16);
+                ++cons;
+                return out;
+            }
+            std::this_thread::sleep_for(50us);
+        }
+        return std::nullopt;
+    }
+    template <class Cmd>
+    abi::creq_qp_event run(Cmd c, std::array<std::byte, 16>* raw = nullptr) {
+        const std::uint16_t k = queue(c);
+        ring();
+        const auto e = next();
+        REQUIRE(e.has_value());
+        if (raw != nullptr) {
+            *raw = *e;
+        }
+        const auto ev = *abi::decode<abi::creq_qp_event>(*e);
+        CHECK(ev.cookie == k);
+        CHECK(ev.type == abi::CREQ_BASE_TYPE_QP_EVENT);
+        return ev;
+    }
+    std::uint64_t interrupts(unsigned vector) {
+        pollfd p{irqs.at(vector), POLLIN, 0};
+        if (::poll(&p, 1, 200) != 1) {
+            return 0;
+        }
+        std::uint64_t n = 0;
+        REQUIRE(::read(irqs[vector], &n, sizeof n) == sizeof n);
+        return n;
+    }
+};
+
+inline void roce_backing_store(served_bnxt& m, context_memory& cm) {
+    REQUIRE(m.send(roce_request(cm, qcaps(m))).error_code() == 0);
+    REQUIRE(m.fn.roce_backing_store());
+}
+
+inline std::uint32_t roce_stat_ctx(served_bnxt& m) {
+    abi::hwrm_stat_ctx_alloc_input s;
+    s.stats_dma_addr = m.alloc(4096).iova;
+    s.update_period_ms = 1000;
+    s.stat_ctx_flags = abi::STAT_CTX_ALLOC_REQ_STAT_CTX_FLAGS_ROCE;
+    const response r = m.send(s);
+    REQUIRE(r.error_code() == 0);
+    return r.as<abi::hwrm_stat_ctx_alloc_output>().stat_ctx_id;
+}
+
+
+}  // namespace rig::test::bnxt
