@@ -23,6 +23,7 @@ constexpr pci::fault_channel bnxt_channels[] = {
 
 constexpr std::string_view mlx5_options[] = {"--page-request-after", "--page-request-pages", "--trapped-uar-pages",
                                              "--report-ledger"};
+constexpr std::string_view bnxt_options[] = {"--report-ledger"};
 
 const family table[] = {
     {.name = "mlx5",
@@ -34,7 +35,7 @@ const family table[] = {
      .description = "BCM57508 (14e4:1750)",
      .faults = {.family = "bnxt", .channels = bnxt_channels, .fatal_name = "fatal code", .min_fatal = 0,
                 .max_fatal = 0xffffffff},
-     .options = {},
+     .options = bnxt_options,
      .make = &bnxt::make_function},
 };
 

@@ -193,6 +193,7 @@ RIG_BNXT_LAYOUT(hwrm_func_qcfg_output, 160, RIG_BNXT_HWRM_FUNC_QCFG_OUTPUT);
     A(dflt_mac_addr, 48, 6)                                        \
     W(dflt_vlan, std::uint16_t, 54)                                \
     W(async_event_cr, std::uint16_t, 80)                           \
+    W(options, std::uint8_t, 85)                                   \
     W(host_mtu, std::uint16_t, 102)                                \
     W(flags2, std::uint32_t, 104)                                  \
     W(enables2, std::uint32_t, 108)                                \
@@ -553,6 +554,78 @@ RIG_BNXT_LAYOUT(hwrm_port_phy_qcfg_input, 24, RIG_BNXT_HWRM_PORT_PHY_QCFG_INPUT)
     RIG_BNXT_HWRM_VALID(W, 104)
 RIG_BNXT_LAYOUT(hwrm_port_phy_qcfg_output, 104, RIG_BNXT_HWRM_PORT_PHY_QCFG_OUTPUT);
 
+// PORT_PHY_QCAPS: what the PHY can do (bnxt.c bnxt_hwrm_phy_qcaps: flags, port_cnt, the speed
+// masks; no speed at all means "Ethernet link disabled").
+#define RIG_BNXT_HWRM_PORT_PHY_QCAPS_INPUT(W, D, F, A)             \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_PORT_PHY_QCAPS)                   \
+    W(port_id, std::uint16_t, 16)
+RIG_BNXT_LAYOUT(hwrm_port_phy_qcaps_input, 24, RIG_BNXT_HWRM_PORT_PHY_QCAPS_INPUT);
+
+#define RIG_BNXT_HWRM_PORT_PHY_QCAPS_OUTPUT(W, D, F, A)            \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(flags, std::uint8_t, 8)                                      \
+    W(port_cnt, std::uint8_t, 9)                                   \
+    W(supported_speeds_force_mode, std::uint16_t, 10)              \
+    W(supported_speeds_auto_mode, std::uint16_t, 12)               \
+    W(supported_speeds_eee_mode, std::uint16_t, 14)                \
+    W(tx_lpi_timer_low, std::uint32_t, 16)                         \
+    W(valid_tx_lpi_timer_high, std::uint32_t, 20)                  \
+    W(supported_pam4_speeds_auto_mode, std::uint16_t, 24)          \
+    W(supported_pam4_speeds_force_mode, std::uint16_t, 26)         \
+    W(flags2, std::uint16_t, 28)                                   \
+    W(internal_port_cnt, std::uint8_t, 30)                         \
+    W(supported_speeds2_force_mode, std::uint16_t, 32)             \
+    W(supported_speeds2_auto_mode, std::uint16_t, 34)              \
+    RIG_BNXT_HWRM_VALID(W, 40)
+RIG_BNXT_LAYOUT(hwrm_port_phy_qcaps_output, 40, RIG_BNXT_HWRM_PORT_PHY_QCAPS_OUTPUT);
+
+// QUEUE_QPORTCFG: the port's CoS queues as bnxt_en reads them (bnxt.c bnxt_hwrm_queue_qportcfg:
+// max_configurable_queues, then queue_idN / queue_idN_service_profile pairs).
+#define RIG_BNXT_HWRM_QUEUE_QPORTCFG_INPUT(W, D, F, A)             \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_QUEUE_QPORTCFG)                   \
+    W(flags, std::uint32_t, 16)                                    \
+    W(port_id, std::uint16_t, 20)                                  \
+    W(drv_qmap_cap, std::uint8_t, 22)
+RIG_BNXT_LAYOUT(hwrm_queue_qportcfg_input, 24, RIG_BNXT_HWRM_QUEUE_QPORTCFG_INPUT);
+
+#define RIG_BNXT_QPORTCFG_QUEUE(W, n, off)                          \
+    W(queue_id##n, std::uint8_t, off)                              \
+    W(queue_id##n##_service_profile, std::uint8_t, off + 1)
+#define RIG_BNXT_HWRM_QUEUE_QPORTCFG_OUTPUT(W, D, F, A)            \
+    RIG_BNXT_HWRM_RESP(W)                                          \
+    W(max_configurable_queues, std::uint8_t, 8)                    \
+    W(max_configurable_lossless_queues, std::uint8_t, 9)           \
+    W(queue_cfg_allowed, std::uint8_t, 10)                         \
+    W(queue_cfg_info, std::uint8_t, 11)                            \
+    W(queue_pfcenable_cfg_allowed, std::uint8_t, 12)               \
+    W(queue_pri2cos_cfg_allowed, std::uint8_t, 13)                 \
+    W(queue_cos2bw_cfg_allowed, std::uint8_t, 14)                  \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 0, 15)                              \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 1, 17)                              \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 2, 19)                              \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 3, 21)                              \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 4, 23)                              \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 5, 25)                              \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 6, 27)                              \
+    RIG_BNXT_QPORTCFG_QUEUE(W, 7, 29)                              \
+    W(queue_id0_service_profile_type, std::uint8_t, 31)            \
+    A(qid0_name, 32, 16)                                           \
+    RIG_BNXT_HWRM_VALID(W, 168)
+RIG_BNXT_LAYOUT(hwrm_queue_qportcfg_output, 168, RIG_BNXT_HWRM_QUEUE_QPORTCFG_OUTPUT);
+
+// FW_SET_TIME: the host's wall-clock time (bnxt.c bnxt_hwrm_fw_set_time), UTC, zone 0.
+#define RIG_BNXT_HWRM_FW_SET_TIME_INPUT(W, D, F, A)                \
+    RIG_BNXT_HWRM_REQ(W, D, HWRM_FW_SET_TIME)                      \
+    W(year, std::uint16_t, 16)                                     \
+    W(month, std::uint8_t, 18)                                     \
+    W(day, std::uint8_t, 19)                                       \
+    W(hour, std::uint8_t, 20)                                      \
+    W(minute, std::uint8_t, 21)                                    \
+    W(second, std::uint8_t, 22)                                    \
+    W(millisecond, std::uint16_t, 24)                              \
+    W(zone, std::uint16_t, 26)
+RIG_BNXT_LAYOUT(hwrm_fw_set_time_input, 32, RIG_BNXT_HWRM_FW_SET_TIME_INPUT);
+
 // An asynchronous event on a completion ring (type HWRM_ASYNC_EVENT 0x2e): v is the ring's
 // phase bit, as in every completion.
 #define RIG_BNXT_HWRM_ASYNC_EVENT_CMPL(W, D, F, A)                 \
@@ -575,7 +648,18 @@ inline constexpr std::uint8_t PORT_PHY_QCFG_RESP_DUPLEX_STATE_FULL = 0x1;
 inline constexpr std::uint16_t ASYNC_EVENT_CMPL_TYPE_HWRM_ASYNC_EVENT = 0x2e;
 inline constexpr std::uint16_t ASYNC_EVENT_CMPL_EVENT_ID_LINK_STATUS_CHANGE = 0x0;
 inline constexpr std::uint32_t FUNC_CFG_REQ_ENABLES_ASYNC_EVENT_CR = 0x4000;
+inline constexpr std::uint32_t FUNC_CFG_REQ_ENABLES_CACHE_LINESIZE = 0x100000;
+inline constexpr std::uint8_t FUNC_CFG_REQ_OPTIONS_CACHE_LINESIZE_MASK = 0x3;
+inline constexpr std::uint8_t FUNC_CFG_REQ_OPTIONS_CACHE_LINESIZE_SIZE_128 = 0x1;
 inline constexpr std::uint8_t RING_ALLOC_REQ_RING_TYPE_RX_AGG = 0x4;
 inline constexpr std::uint32_t CFA_L2_FILTER_ALLOC_REQ_FLAGS_TRAFFIC_MASK = 0x30;
+inline constexpr std::uint32_t QUEUE_QPORTCFG_REQ_FLAGS_PATH_RX = 0x1;
+inline constexpr std::uint8_t QUEUE_QPORTCFG_RESP_QUEUE_ID0_SERVICE_PROFILE_LOSSY = 0x0;
+inline constexpr std::uint8_t QUEUE_QPORTCFG_RESP_QUEUE_ID0_SERVICE_PROFILE_LOSSLESS_ROCE = 0x1;
+inline constexpr std::uint8_t QUEUE_QPORTCFG_RESP_QUEUE_ID0_SERVICE_PROFILE_LOSSY_ROCE_CNP = 0x2;
+inline constexpr std::uint16_t FW_SET_TIME_REQ_ZONE_UTC = 0x0;
+inline constexpr std::uint8_t PORT_PHY_QCAPS_RESP_PORT_CNT_1 = 0x1;
+inline constexpr std::uint16_t PORT_PHY_QCAPS_RESP_SUPPORTED_SPEEDS_AUTO_MODE_100GB = 0x800;
+inline constexpr std::uint16_t PORT_PHY_QCAPS_RESP_SUPPORTED_SPEEDS_FORCE_MODE_100GB = 0x800;
 
 }  // namespace rig::bnxt::abi

@@ -198,6 +198,24 @@ RIG_BNXT_LAYOUT(cmdq_init, 16, RIG_BNXT_CMDQ_INIT);
     W(resp_addr, std::uint64_t, 8)
 RIG_BNXT_LAYOUT(cmdq_base, 16, RIG_BNXT_CMDQ_BASE);
 
+// A command framed in a TLV: bnxt_hsi.h's struct tlv (cmd_discr CMD_DISCR_TLV_ENCAP), then, as
+// qplib_tlv.h's struct roce_tlv has it, the command's length in 16-byte slots at byte 8
+// (total_size, the TLV header included) and padding to 16 bytes; the command's own cmdq_base
+// follows at byte 16 (TLV_BYTES) with its opcode and cookie. bnxt_re frames MODIFY_ROCE_CC so
+// (qplib_sp.c bnxt_qplib_modify_cc); the slot count of such a command is total_size, not the
+// cmdq_base cmd_size its first bytes would otherwise be read as (qplib_rcfw.h
+// bnxt_qplib_get_cmd_slots).
+inline constexpr std::uint16_t CMD_DISCR_TLV_ENCAP = 0x8000;
+inline constexpr std::size_t roce_tlv_total_size_offset = 8;
+inline constexpr std::size_t roce_tlv_bytes = 16;
+#define RIG_BNXT_TLV(W, D, F, A)                                   \
+    W(cmd_discr, std::uint16_t, 0)                                 \
+    W(reserved_8b, std::uint8_t, 2)                                \
+    W(flags, std::uint8_t, 3)                                      \
+    W(tlv_type, std::uint16_t, 4)                                  \
+    W(length, std::uint16_t, 6)
+RIG_BNXT_LAYOUT(tlv, 8, RIG_BNXT_TLV);
+
 // The common part of the CREQ entries: type in bits 0-5 of byte 0, the valid (phase) bit in
 // bit 0 of byte 8, the event at byte 9.
 #define RIG_BNXT_CREQ_BASE(W, D, F, A)                             \

@@ -21,6 +21,7 @@ std::unique_ptr<served_function> make_function(const common_options& c) {
     o.command_latency = c.command_latency;
     o.msix_vectors = c.msix_vectors.value_or(o.msix_vectors);
     o.fault = c.fault;
+    o.on_ledger = c.on_ledger;
     return std::make_unique<served<function_model>>(o);
 }
 

@@ -30,7 +30,8 @@
 // Commands: VER_GET, FUNC_RESET, FUNC_QCAPS, FUNC_QCFG, FUNC_CFG, FUNC_DRV_RGTR, FUNC_DRV_UNRGTR,
 // FUNC_RESOURCE_QCAPS, FUNC_BACKING_STORE_QCAPS, FUNC_BACKING_STORE_CFG (context_memory.cpp),
 // RING_ALLOC, RING_FREE, STAT_CTX_ALLOC, STAT_CTX_FREE, VNIC_ALLOC, VNIC_FREE, VNIC_CFG,
-// CFA_L2_FILTER_ALLOC, CFA_L2_FILTER_FREE, PORT_PHY_QCFG (resources.cpp). Every other opcode
+// CFA_L2_FILTER_ALLOC, CFA_L2_FILTER_FREE (resources.cpp), PORT_PHY_QCFG, PORT_PHY_QCAPS,
+// QUEUE_QPORTCFG, FW_SET_TIME (port.cpp). Every other opcode
 // (the _V2 backing store, QUEUE_QPORTCFG, ERROR_RECOVERY_QCFG, FW_SET_TIME, …) gets
 // CMD_NOT_SUPPORTED: FUNC_QCAPS does not offer BS_V2.
 //
@@ -357,7 +358,11 @@ private:
     void vnic_cfg(call& c);
     void cfa_l2_filter_alloc(call& c);
     void cfa_l2_filter_free(call& c);
+    // port.cpp
     void port_phy_qcfg(call& c);
+    void port_phy_qcaps(call& c);
+    void queue_qportcfg(call& c);
+    void fw_set_time(call& c);
     bool read_ring_pages(call& c, ring& r);
     bool ring_references_valid(call& c, const ::rig::bnxt::abi::hwrm_ring_alloc_input& in, ring& r);
     std::optional<std::uint32_t> ring_limit(std::uint8_t type) const noexcept;
@@ -420,6 +425,8 @@ private:
             rsscos_ctxs, l2_ctxs;
     } _reserved;
     std::uint16_t _mtu = 0, _mru = 0;
+    std::uint16_t _cache_line = 64;   // FUNC_CFG CACHE_LINESIZE
+    std::optional<::rig::bnxt::abi::hwrm_fw_set_time_input> _clock_set;   // FW_SET_TIME's last time
     std::map<std::string, context_area> _ctx;
     std::shared_ptr<context_ledger> _ledger = std::make_shared<context_ledger>();
     std::uint64_t _executed = 0;

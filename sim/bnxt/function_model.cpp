@@ -244,6 +244,9 @@ void function_model::run_pending_locked() {
     _last = _fw.run(window, &_server->dma(), inject);
     _pending.reset();
     ++_completed;
+    if (_last->responded && _last->error_code == 0 && req_type == abi::HWRM_FUNC_DRV_UNRGTR) {
+        report_ledger("drv_unrgtr");
+    }
     if (const auto k = _arm.strike(_completed)) {
         switch (*k) {
         case pci::fault_kind::silence:
@@ -288,7 +291,22 @@ void function_model::run_rcfw_locked() {
 
 // ---- resets and faults --------------------------------------------------------------------------
 
+// What the firmware still holds, for rig-nicsim --report-ledger (function_options::on_ledger).
+void function_model::report_ledger(const char* event) const {
+    if (!_options.on_ledger) {
+        return;
+    }
+    const auto& r = _fw.rcfw();
+    _options.on_ledger("LEDGER function=" + std::to_string(_options.function_index) + " event=" + event +
+                       " rings=" + std::to_string(_fw.rings().size()) + " stat_ctxs=" +
+                       std::to_string(_fw.stat_ctxs().size()) + " vnics=" + std::to_string(_fw.vnics().size()) +
+                       " filters=" + std::to_string(_fw.l2_filters().size()) + " roce_objects=" +
+                       std::to_string(r.cqs.size() + r.keys.size() + r.qps.size()) + " context_pages=" +
+                       std::to_string(_fw.context_pages()));
+}
+
 void function_model::reset_locked() {
+    report_ledger("reset");   // what the reset takes from the firmware
     _fw.reset();
     _config.reset();
     _msix.reset();

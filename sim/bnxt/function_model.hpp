@@ -50,6 +50,7 @@
 // Thread-safe: the server's thread, the firmware thread and a test's thread may all call in.
 #include <array>
 #include <chrono>
+#include <functional>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -92,6 +93,10 @@ struct function_options {
     pci::fault_plan fault;               // fail_command: channel 0 (hwrm) only for now
     pci::link link{};                    // a BCM57508 is a Gen4 x16
     firmware_options firmware;
+    // rig-nicsim --report-ledger: after every FUNC_DRV_UNRGTR the driver's going leaves, and every
+    // reset, a line "LEDGER function=K event=drv_unrgtr|reset rings=N stat_ctxs=N vnics=N
+    // filters=N roce_objects=N context_pages=N" (what the firmware still holds), lock held.
+    std::function<void(const std::string&)> on_ledger;
 };
 
 class function_model final : public vfio_user::device {
@@ -153,6 +158,7 @@ public:
 private:
     using clock = std::chrono::steady_clock;
     void reset_locked();
+    void report_ledger(const char* event) const;
     void run_thread();
     void run_pending_locked();
     bool bar0_read(std::uint64_t offset, std::span<std::byte> out);

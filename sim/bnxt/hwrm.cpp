@@ -49,6 +49,8 @@ void firmware::reset() {
     _reserved = {};
     _rcfw = {};
     _mtu = _o.mtu;
+    _cache_line = 64;
+    _clock_set.reset();
     _mru = _o.mtu;
     _ready_at = clock::now() + _o.not_ready_time;
 }
@@ -187,6 +189,12 @@ void firmware::dispatch(call& c) {
          &firmware::cfa_l2_filter_free, "CFA_L2_FILTER_FREE"},
         {abi::HWRM_PORT_PHY_QCFG, abi::hwrm_port_phy_qcfg_input::layout_size,
          &firmware::port_phy_qcfg, "PORT_PHY_QCFG"},
+        {abi::HWRM_PORT_PHY_QCAPS, abi::hwrm_port_phy_qcaps_input::layout_size,
+         &firmware::port_phy_qcaps, "PORT_PHY_QCAPS"},
+        {abi::HWRM_QUEUE_QPORTCFG, abi::hwrm_queue_qportcfg_input::layout_size,
+         &firmware::queue_qportcfg, "QUEUE_QPORTCFG"},
+        {abi::HWRM_FW_SET_TIME, abi::hwrm_fw_set_time_input::layout_size, &firmware::fw_set_time,
+         "FW_SET_TIME"},
     };
     const command* cmd = nullptr;
     for (const command& k : table) {
@@ -196,6 +204,8 @@ void firmware::dispatch(call& c) {
     }
     if (cmd == nullptr) {
         c.fail(abi::HWRM_ERR_CODE_CMD_NOT_SUPPORTED, cmd_err::none, "not implemented");
+        log().debug("bnxt hwrm: {} ({:#x}) seq {:#x}: CMD_NOT_SUPPORTED", abi::hwrm_req_type_name(c.req_type),
+                    c.req_type, c.seq_id);
         return;
     }
     if (!ready() && c.req_type != abi::HWRM_VER_GET) {
@@ -214,6 +224,8 @@ void firmware::dispatch(call& c) {
         log().info("bnxt hwrm: {} ({:#x}) seq {:#x}: {} ({:#x}), cmd_err {:#x}: {}", cmd->name,
                    c.req_type, c.seq_id, abi::hwrm_err_code_name(c.error), c.error,
                    static_cast<unsigned>(c.err), c.why);
+    } else {
+        log().debug("bnxt hwrm: {} ({:#x}) seq {:#x}: ok", cmd->name, c.req_type, c.seq_id);   // the trace
     }
 }
 

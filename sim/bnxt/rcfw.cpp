@@ -124,15 +124,20 @@ std::vector<std::uint16_t> firmware::rcfw_doorbell(std::span<const std::byte> ma
             log().warn("bnxt rcfw: {}", _rcfw.last_error);
             break;
         }
-        const auto base = *abi::decode<abi::cmdq_base>(head);
-        const std::uint32_t n = std::max<std::uint32_t>(base.cmd_size, 1);
-        std::vector<std::byte> cmd(std::max<std::size_t>(n * abi::cmdq_slot_size, 160));
+        // a TLV-framed command (abi roce_tlv): its slots are total_size, its cmdq_base follows
+        const bool tlv = load_le<std::uint16_t>(head.data()) == abi::CMD_DISCR_TLV_ENCAP;
+        const std::uint32_t n = std::max<std::uint32_t>(
+            tlv ? std::to_integer<std::uint32_t>(head[abi::roce_tlv_total_size_offset]) : abi::decode<abi::cmdq_base>(head)->cmd_size, 1);
+        std::vector<std::byte> framed(std::max<std::size_t>(n * abi::cmdq_slot_size, 160 + abi::roce_tlv_bytes));
         bool readable = true;
         for (std::uint32_t i = 0; i < n && readable; ++i) {
             const auto a = cmdq_slot_address(_rcfw.consumer + i);
-            readable = a && dma->read(*a, std::span<std::byte>(cmd.data() + 16 * i, 16));
+            readable = a && dma->read(*a, std::span<std::byte>(framed.data() + 16 * i, 16));
         }
         _rcfw.consumer = (_rcfw.consumer + n) % _rcfw.slots;
+        const std::span<const std::byte> cmd = std::span<const std::byte>(framed).subspan(tlv ? abi::roce_tlv_bytes : 0);
+        const auto base = *abi::decode<abi::cmdq_base>(cmd);
+        readable = readable && (!tlv || n >= 2);   // a TLV command has its header and a cmdq_base
         std::array<std::byte, 16> entry{};
         abi::creq_qp_event ev;
         ev.type = abi::CREQ_BASE_TYPE_QP_EVENT;
@@ -151,6 +156,8 @@ std::vector<std::uint16_t> firmware::rcfw_doorbell(std::span<const std::byte> ma
         for (std::size_t i : {0u, 1u, 2u, 3u, 8u, 9u}) {
             entry[i] = common[i];
         }
+        log().debug("bnxt rcfw: {} ({:#x}) cookie {:#x}: {}", abi::cmdq_opcode_name(base.opcode), base.opcode,
+                    base.cookie, abi::creq_qp_event_status_name(ev.status));   // the trace
         if (!rcfw_complete(dma, entry)) {
             break;
         }

@@ -66,12 +66,15 @@ constexpr transition rc_table[] = {
     {qp_rtr, qp_rts, timeout | retry_cnt | rnr_retry | sq_psn | max_rd_atomic, access},
     {qp_rts, qp_rts, 0, access | min_rnr_timer},
 };
-// UD and GSI: a Q_Key instead of access flags and a path; RTS needs an SQ PSN only.
+// UD and GSI: a Q_Key instead of access flags and a path; RTS needs an SQ PSN only. INIT->RTR
+// takes SGID_INDEX and PATH_MTU too: bnxt_re adds both for every QP type, QP1 included
+// (__modify_flags_from_init_state), and the Bono firmware takes them (Linux's bnxt_re judged so
+// in the guest suite).
 constexpr transition ud_table[] = {
     {qp_reset, qp_reset, 0, 0},
     {qp_reset, qp_init, pkey | qkey, 0},
     {qp_init, qp_init, 0, pkey | qkey},
-    {qp_init, qp_rtr, 0, pkey | qkey},
+    {qp_init, qp_rtr, 0, pkey | qkey | sgid_index | path_mtu},
     {qp_rtr, qp_rts, sq_psn, qkey},
     {qp_rts, qp_rts, 0, qkey},
 };

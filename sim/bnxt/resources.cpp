@@ -1,7 +1,6 @@
 // The bnxt firmware model's resources: FUNC_RESOURCE_QCAPS and the FUNC_CFG reservations,
 // rings (RING_ALLOC/FREE: NQs for the CREQ and the RoCE NQs, and the L2 rings bnxt_en makes),
-// statistics contexts, VNICs, L2 filters, the PHY (PORT_PHY_QCFG) and the link-change async
-// event. reference bnxt.md §1.6, §1.8 step 9; bnxt_hsi.h; bnxt_re main.c bnxt_re_net_ring_alloc,
+// statistics contexts, VNICs, L2 filters (the port is port.cpp). reference bnxt.md §1.6, §1.8 step 9; bnxt_hsi.h; bnxt_re main.c bnxt_re_net_ring_alloc,
 // bnxt.c bnxt_hwrm_ring_alloc_send, __bnxt_hwrm_reserve_pf_rings, bnxt_hwrm_vnic_cfg.
 #include <algorithm>
 #include <bit>
@@ -66,7 +65,8 @@ void firmware::func_cfg(call& c) {
         abi::FUNC_CFG_REQ_ENABLES_NUM_CMPL_RINGS | abi::FUNC_CFG_REQ_ENABLES_NUM_TX_RINGS |
         abi::FUNC_CFG_REQ_ENABLES_NUM_RX_RINGS | abi::FUNC_CFG_REQ_ENABLES_NUM_L2_CTXS |
         abi::FUNC_CFG_REQ_ENABLES_NUM_VNICS | abi::FUNC_CFG_REQ_ENABLES_NUM_STAT_CTXS |
-        abi::FUNC_CFG_REQ_ENABLES_NUM_MSIX | abi::FUNC_CFG_REQ_ENABLES_ASYNC_EVENT_CR;
+        abi::FUNC_CFG_REQ_ENABLES_NUM_MSIX | abi::FUNC_CFG_REQ_ENABLES_ASYNC_EVENT_CR |
+        abi::FUNC_CFG_REQ_ENABLES_CACHE_LINESIZE;
     if ((in.enables & ~known) != 0) {
         c.fail(abi::HWRM_ERR_CODE_INVALID_ENABLES, cmd_err::unknown_enables,
                "enables " + hex(in.enables & ~known) + " not implemented");
@@ -119,6 +119,17 @@ void firmware::func_cfg(call& c) {
         c.fail(abi::HWRM_ERR_CODE_INVALID_PARAMS, cmd_err::bad_field,
                "admin_mtu " + std::to_string(in.admin_mtu) + " (max " + std::to_string(_o.mtu) + ")");
         return;
+    }
+    // the host's cache line, which the function pads its DMA writes to (bnxt.c
+    // bnxt_hwrm_set_cache_line_size): 64 (0) or 128 (1) bytes
+    const bool cache_line = (in.enables & abi::FUNC_CFG_REQ_ENABLES_CACHE_LINESIZE) != 0;
+    if (cache_line && (in.options & abi::FUNC_CFG_REQ_OPTIONS_CACHE_LINESIZE_MASK) > abi::FUNC_CFG_REQ_OPTIONS_CACHE_LINESIZE_SIZE_128) {
+        c.fail(abi::HWRM_ERR_CODE_INVALID_PARAMS, cmd_err::bad_field,
+               "options " + hex(in.options) + ": the cache line size is 64 (0) or 128 (1) bytes");
+        return;
+    }
+    if (cache_line) {
+        _cache_line = (in.options & abi::FUNC_CFG_REQ_OPTIONS_CACHE_LINESIZE_MASK) != 0 ? 128 : 64;
     }
     _reserved = next;
     if (in.enables & abi::FUNC_CFG_REQ_ENABLES_ASYNC_EVENT_CR) {
@@ -473,53 +484,6 @@ bool firmware::roce_receive_ready() const noexcept {
         }
     }
     return false;
-}
-
-// ---- the port -----------------------------------------------------------------------------------
-
-void firmware::port_phy_qcfg(call& c) {
-    const auto in = c.input<abi::hwrm_port_phy_qcfg_input>();
-    if (in.port_id != 0) {
-        c.fail(abi::HWRM_ERR_CODE_INVALID_PARAMS, cmd_err::unknown_object,
-               "port_id " + std::to_string(in.port_id) + ": the function has port 0");
-        return;
-    }
-    abi::hwrm_port_phy_qcfg_output r;
-    r.link = _o.link_up ? abi::PORT_PHY_QCFG_RESP_LINK_LINK : abi::PORT_PHY_QCFG_RESP_LINK_NO_LINK;
-    r.link_speed = _o.link_up ? _o.link_speed : 0;
-    r.duplex_cfg = 1;   // full
-    r.duplex_state = abi::PORT_PHY_QCFG_RESP_DUPLEX_STATE_FULL;
-    r.support_speeds = abi::PORT_PHY_QCFG_RESP_SUPPORT_SPEEDS_100GB;
-    r.force_link_speed = _o.link_speed;
-    r.phy_type = 0xf;     // 100G_BASECR4
-    r.media_type = 2;     // DAC
-    r.active_lanes = _o.link_up ? 4 : 0;
-    c.reply(r);
-}
-
-std::optional<std::uint16_t> firmware::set_link(bool up, vfio_user::dma_space* dma) {
-    _o.link_up = up;
-    constexpr std::uint16_t id = abi::ASYNC_EVENT_CMPL_EVENT_ID_LINK_STATUS_CHANGE;
-    if (!_async_cr || !_registered || (_async_fwd[id / 32] & (1u << (id % 32))) == 0 || dma == nullptr) {
-        return std::nullopt;
-    }
-    ring& r = _rings.at(*_async_cr);
-    const auto at = r.entry_address(r.producer & (r.length - 1));
-    abi::hwrm_async_event_cmpl e;
-    e.type = abi::ASYNC_EVENT_CMPL_TYPE_HWRM_ASYNC_EVENT;
-    e.event_id = id;
-    e.event_data1 = up ? 1 : 0;   // LINK_STATUS_CHANGE_EVENT_DATA1_LINK_CHANGE_UP
-    e.v = ((r.producer / r.length) & 1) == 0 ? 1 : 0;   // the phase: 1 on the first pass
-    const auto bytes = abi::to_bytes(e);
-    // the phase bit (byte 8) after the rest: a driver polls it (bnxt.c bnxt_has_work / CMP_VALID)
-    const std::span<const std::byte> b(bytes.data(), bytes.size());
-    if (!at || !dma->write(*at, b.first(8)) || !dma->write(*at + 9, b.subspan(9)) ||
-        !dma->write_last_byte_last(*at + 8, b.subspan(8, 1))) {
-        log().warn("bnxt: link event to ring {} refused by the IOMMU", *_async_cr);
-        return std::nullopt;
-    }
-    ++r.producer;
-    return *_async_cr;
 }
 
 }  // namespace rig::sim::bnxt

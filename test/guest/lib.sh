@@ -18,7 +18,7 @@
 #   setup_qemu              QEMU 11.1 from $setup; exits 77 if it cannot be fetched or cannot
 #                           start a TCG q35 machine (the only skips), fails if it has no
 #                           vfio-user-pci; sets qemu
-#   setup_kernel MOD...     trixie's cloud kernel with the modules MOD and what they need from
+#   setup_kernel MOD...     trixie's cloud kernel (kernel_flavour=generic: the generic one) with the modules MOD and what they need from
 #                           $setup, or fails; sets kdir
 #   kernel_version          "VERSION ARCH" of $kdir
 #   module_order            the modules of $kdir in load order, each followed by a space
@@ -97,9 +97,10 @@ setup_qemu() {
   # from here on, every problem is a failure
   "$qemu" -device vfio-user-pci,help 2>&1 | grep -q 'socket' || fail "$qemu has no vfio-user-pci device"
 }
-setup_kernel() {
-  kdir=$("$setup" kernel cloud "$@" 2>"$workdir/setup-kernel.log") ||
-    { cat "$workdir/setup-kernel.log"; fail "could not fetch trixie's cloud kernel (scripts/guest/setup kernel)"; }
+setup_kernel() {   # kernel_flavour= (cloud by default, or generic) picks the meta package
+  local flavour=${kernel_flavour:-cloud}
+  kdir=$("$setup" kernel "$flavour" "$@" 2>"$workdir/setup-kernel.log") ||
+    { cat "$workdir/setup-kernel.log"; fail "could not fetch trixie's $flavour kernel (scripts/guest/setup kernel)"; }
 }
 kernel_version() { echo "$(sed -n 2p "$kdir/version" | sed 's/^Version: //') $(sed -n 3p "$kdir/version")"; }
 module_order() { tr '\n' ' ' <"$kdir/mods/order"; }

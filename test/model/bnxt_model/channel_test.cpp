@@ -90,7 +90,7 @@ TEST_CASE("bnxt model: the valid byte is written last", "[bnxt_model]") {
 
 TEST_CASE("bnxt model: an unknown request is CMD_NOT_SUPPORTED", "[bnxt_model]") {
     served_bnxt m;
-    for (std::uint16_t op : {std::uint16_t{abi::HWRM_QUEUE_QPORTCFG}, std::uint16_t{0x1a3},
+    for (std::uint16_t op : {std::uint16_t{0x2f} /* PORT_LED_QCAPS */, std::uint16_t{0x1a3},
                              std::uint16_t{0xabc}}) {
         std::vector<std::byte> req(24);
         rig::abi::store_le<std::uint16_t>(req.data(), op);

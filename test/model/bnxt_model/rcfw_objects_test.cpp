@@ -443,3 +443,32 @@ TEST_CASE("bnxt model rcfw objects: context memory the driver took away is a vio
         CHECK(v.back().what.find("CQ context entry") != std::string::npos);
     });
 }
+
+// ib_mad brings QP1 up RESET->INIT (P_Key, Q_Key), INIT->RTR, RTR->RTS (SQ PSN); bnxt_re adds
+// SGID_INDEX and PATH_MTU to every INIT->RTR (qplib_fp.c __modify_flags_from_init_state), and the
+// Bono firmware takes them on a GSI QP: Linux's bnxt_re showed it in the guest suite.
+TEST_CASE("bnxt model rcfw objects: QP1 through RTS as bnxt_re and ib_mad take it", "[bnxt_model][rcfw][objects]") {
+    roce_function r;
+    const std::uint32_t cq = r.run(r.cq(64, 1)).second;
+    auto gsi = r.rc_qp(cq, cq);
+    gsi.type = abi::CMDQ_CREATE_QP_TYPE_GSI;
+    REQUIRE(r.run(gsi) == std::pair<std::uint8_t, std::uint32_t>{abi::CREQ_QP_EVENT_STATUS_SUCCESS, 1});
+    auto init = modify(1, abi::CMDQ_MODIFY_QP_MODIFY_MASK_PKEY | abi::CMDQ_MODIFY_QP_MODIFY_MASK_QKEY,
+                       abi::CMDQ_MODIFY_QP_NEW_STATE_INIT);
+    init.pkey = 0xffff;
+    init.qkey = 0x80010000;   // IB_QP1_QKEY
+    CHECK(r.run(init).first == abi::CREQ_QP_EVENT_STATUS_SUCCESS);
+    auto rtr = modify(1, abi::CMDQ_MODIFY_QP_MODIFY_MASK_SGID_INDEX | abi::CMDQ_MODIFY_QP_MODIFY_MASK_PATH_MTU,
+                      abi::CMDQ_MODIFY_QP_NEW_STATE_RTR);
+    rtr.path_mtu = abi::CMDQ_MODIFY_QP_PATH_MTU_MTU_2048;
+    CHECK(r.run(rtr).first == abi::CREQ_QP_EVENT_STATUS_SUCCESS);
+    auto with_dgid = modify(1, abi::CMDQ_MODIFY_QP_MODIFY_MASK_DGID, abi::CMDQ_MODIFY_QP_NEW_STATE_RTS);
+    with_dgid.modify_mask |= abi::CMDQ_MODIFY_QP_MODIFY_MASK_SQ_PSN;
+    CHECK(r.run(with_dgid).first == abi::CREQ_QP_EVENT_STATUS_INVALID_PARAMETER);   // a UD QP has no path
+    CHECK(r.run(modify(1, abi::CMDQ_MODIFY_QP_MODIFY_MASK_SQ_PSN, abi::CMDQ_MODIFY_QP_NEW_STATE_RTS)).first ==
+          abi::CREQ_QP_EVENT_STATUS_SUCCESS);
+    r.m.fn.with_firmware([](const sim::bnxt::firmware& f) {
+        CHECK(f.rcfw().qps.at(1).state == abi::CMDQ_MODIFY_QP_NEW_STATE_RTS);
+        CHECK(f.rcfw().qps.at(1).attributes.qkey == 0x80010000);
+    });
+}

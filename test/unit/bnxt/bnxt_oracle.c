@@ -221,7 +221,7 @@ static void dump_hwrm(void)
 	HWRM_REQ(); FW(fid); FW(num_msix); FW(flags); FW(enables); FW(admin_mtu); FW(mru);
 	FW(num_rsscos_ctxs); FW(num_cmpl_rings); FW(num_tx_rings); FW(num_rx_rings);
 	FW(num_l2_ctxs); FW(num_vnics); FW(num_stat_ctxs); FW(num_hw_ring_grps);
-	FA(dflt_mac_addr); FW(dflt_vlan); FW(async_event_cr); FW(host_mtu); FW(flags2);
+	FA(dflt_mac_addr); FW(dflt_vlan); FW(async_event_cr); FW(options); FW(host_mtu); FW(flags2);
 	FW(enables2); FW(roce_max_av_per_vf); FW(roce_max_cq_per_vf); FW(roce_max_mrw_per_vf);
 	FW(roce_max_qp_per_vf); FW(roce_max_srq_per_vf); FW(roce_max_gid_per_vf);
 	DFLT(HWRM_PREP(HWRM_FUNC_CFG); d_.fid = htole16(0xffff))
@@ -354,6 +354,9 @@ static void dump_rings(void)
 
 static void dump_rcfw(void)
 {
+	BEGIN(tlv)
+	FW(cmd_discr); FW(reserved_8b); FW(flags); FW(tlv_type); FW(length);
+	END()
 	BEGIN(cmdq_init)
 	FW(cmdq_pbl); FM(cmdq_size_cmdq_lvl, cmdq_lvl, CMDQ_INIT_CMDQ_LVL);
 	FM(cmdq_size_cmdq_lvl, cmdq_size, CMDQ_INIT_CMDQ_SIZE); FW(creq_ring_id); FW(prod_idx);
@@ -828,6 +831,36 @@ static void dump_model(void)
 	FW(auto_link_speed); FW(auto_link_speed_mask); FW(phy_type); FW(media_type);
 	FW(duplex_state); FW(option_flags); FW(support_pam4_speeds); FW(support_speeds2);
 	FW(active_lanes); FW(valid);
+	END()
+	BEGIN(hwrm_port_phy_qcaps_input)
+	HWRM_REQ(); FW(port_id);
+	DFLT(HWRM_PREP(HWRM_PORT_PHY_QCAPS))
+	END()
+	BEGIN(hwrm_port_phy_qcaps_output)
+	HWRM_RESP(); FW(flags); FW(port_cnt); FW(supported_speeds_force_mode);
+	FW(supported_speeds_auto_mode); FW(supported_speeds_eee_mode); FW(tx_lpi_timer_low);
+	FW(valid_tx_lpi_timer_high); FW(supported_pam4_speeds_auto_mode);
+	FW(supported_pam4_speeds_force_mode); FW(flags2); FW(internal_port_cnt);
+	FW(supported_speeds2_force_mode); FW(supported_speeds2_auto_mode); FW(valid);
+	END()
+	BEGIN(hwrm_queue_qportcfg_input)
+	HWRM_REQ(); FW(flags); FW(port_id); FW(drv_qmap_cap);
+	DFLT(HWRM_PREP(HWRM_QUEUE_QPORTCFG))
+	END()
+	BEGIN(hwrm_queue_qportcfg_output)
+	HWRM_RESP(); FW(max_configurable_queues); FW(max_configurable_lossless_queues);
+	FW(queue_cfg_allowed); FW(queue_cfg_info); FW(queue_pfcenable_cfg_allowed);
+	FW(queue_pri2cos_cfg_allowed); FW(queue_cos2bw_cfg_allowed);
+	FW(queue_id0); FW(queue_id0_service_profile); FW(queue_id1); FW(queue_id1_service_profile);
+	FW(queue_id2); FW(queue_id2_service_profile); FW(queue_id3); FW(queue_id3_service_profile);
+	FW(queue_id4); FW(queue_id4_service_profile); FW(queue_id5); FW(queue_id5_service_profile);
+	FW(queue_id6); FW(queue_id6_service_profile); FW(queue_id7); FW(queue_id7_service_profile);
+	FW(queue_id0_service_profile_type); FA(qid0_name); FW(valid);
+	END()
+	BEGIN(hwrm_fw_set_time_input)
+	HWRM_REQ(); FW(year); FW(month); FW(day); FW(hour); FW(minute); FW(second);
+	FW(millisecond); FW(zone);
+	DFLT(HWRM_PREP(HWRM_FW_SET_TIME))
 	END()
 	BEGIN(hwrm_async_event_cmpl)
 	FM(type, type, ASYNC_EVENT_CMPL_TYPE); FW(event_id); FW(event_data2);
