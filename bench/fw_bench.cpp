@@ -4,7 +4,9 @@
 // and out, no mailbox), QUERY_QP of a live RC QP (the figure: 0x188 bytes out, one
 // output mailbox block) and QUERY_HCA_CAP (4 KiB out: 8 output mailbox blocks), in polling
 // mode and in event mode (CMD EQE + MSI-X eventfd). Then the same for bnxt beside it (the
-// BCM57508 model, firmware/bnxt): bring-up to READY (HWRM, VER_GET .. the CREQ) and teardown,
+// BCM57508 model, firmware/bnxt): bring-up to READY (HWRM, VER_GET .. the CREQ, then the RoCE
+// channel to ADD_GID) and teardown, HWRM and RCFW commands per second, the RoCE channel polled
+// and in event mode (the CREQ's MSI-X vector);
 // and HWRM requests per second for cheap requests: VER_GET (24 bytes in, 176 out) and
 // FUNC_QCAPS (24 in, 144 out), polling the response (HWRM has no event mode before an async
 // completion ring). Prints figures, asserts nothing.
@@ -97,6 +99,22 @@ double hwrm_rate(rig::firmware::bnxt::hwrm_channel& ch, const In& in, double sec
     return static_cast<double>(n) / std::chrono::duration<double>(clk::now() - start).count();
 }
 
+// One RoCE-channel command (side buffer of `side` bytes), back to back, for `seconds`: per second.
+template <class Resp, class Cmd>
+double rcfw_rate(rig::firmware::bnxt::rcfw_channel& ch, const Cmd& cmd, std::size_t side, double seconds) {
+    const auto start = clk::now();
+    const auto stop = start + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(seconds));
+    std::uint64_t n = 0;
+    while (clk::now() < stop) {
+        for (int i = 0; i < 64; ++i, ++n) {
+            if (auto r = ch.send<Resp>(cmd, side, clk::now() + std::chrono::seconds(5)); !r) {
+                die(r.error().message);
+            }
+        }
+    }
+    return static_cast<double>(n) / std::chrono::duration<double>(clk::now() - start).count();
+}
+
 // bnxt beside mlx5: the BCM57508 model served the same way.
 void bnxt_figures(const std::string& dir, int bring_ups, double seconds) {
     namespace bfw = rig::firmware::bnxt;
@@ -113,37 +131,50 @@ void bnxt_figures(const std::string& dir, int bring_ups, double seconds) {
     if (!fn) {
         die(fn.error().message);
     }
-    std::printf("bnxt firmware path (HWRM), BCM57508 model in this process over vfio-user\n");
-    bfw::device_options o;  // a 64 K-entry CREQ, as bnxt_re
-    std::vector<double> up_ms, down_ms;
-    for (int i = 0; i < bring_ups; ++i) {
-        const auto t0 = clk::now();
+    std::printf("bnxt firmware path (HWRM and the RoCE channel), BCM57508 model in this process over vfio-user\n");
+    // HWRM is polled in both modes (bnxt_en polls it too); the RoCE channel is polled, or woken
+    // by the CREQ's MSI-X vector (device_options::rcfw_events)
+    for (const bool events : {false, true}) {
+        const char* mode = events ? "event" : "polling";
+        bfw::device_options o;  // a 64 K-entry CREQ, as bnxt_re
+        o.rcfw_events = events;
+        std::vector<double> up_ms, down_ms;
+        for (int i = 0; i < bring_ups; ++i) {
+            const auto t0 = clk::now();
+            auto dev = bfw::device::bring_up(**fn, o);
+            const auto t1 = clk::now();
+            if (!dev) {
+                die(dev.error().message);
+            }
+            if (auto r = (*dev)->teardown(); !r) {
+                die(r.error().message);
+            }
+            up_ms.push_back(ms(t1 - t0));
+            down_ms.push_back(ms(clk::now() - t1));
+        }
+        std::printf("  %-12s bring-up to READY  median %8.3f ms   teardown median %8.3f ms\n", mode, median(up_ms),
+                    median(down_ms));
         auto dev = bfw::device::bring_up(**fn, o);
-        const auto t1 = clk::now();
         if (!dev) {
             die(dev.error().message);
         }
+        if (!events) {
+            auto& ch = (*dev)->hwrm();
+            const double ver = hwrm_rate<babi::hwrm_ver_get_output>(ch, babi::hwrm_ver_get_input{}, seconds);
+            const double caps = hwrm_rate<babi::hwrm_func_qcaps_output>(ch, babi::hwrm_func_qcaps_input{}, seconds);
+            std::printf("  %-12s VER_GET %8.0f/s (%6.2f us)  FUNC_QCAPS %8.0f/s (%6.2f us)\n", mode, ver, 1e6 / ver,
+                        caps, 1e6 / caps);
+        }
+        // the RoCE channel: QUERY_VERSION (no side buffer), QUERY_FUNC (a 160-byte side buffer)
+        auto& roce = *(*dev)->rcfw();
+        const double qv = rcfw_rate<babi::creq_query_version_resp>(roce, babi::cmdq_query_version{}, 0, seconds);
+        const double qf = rcfw_rate<babi::creq_query_func_resp>(roce, babi::cmdq_query_func{}, 160, seconds);
+        std::printf("  %-12s RCFW QUERY_VERSION %8.0f/s (%6.2f us)  QUERY_FUNC %8.0f/s (%6.2f us)  interrupts %llu\n",
+                    mode, qv, 1e6 / qv, qf, 1e6 / qf, static_cast<unsigned long long>(roce.interrupts()));
         if (auto r = (*dev)->teardown(); !r) {
             die(r.error().message);
         }
-        up_ms.push_back(ms(t1 - t0));
-        down_ms.push_back(ms(clk::now() - t1));
     }
-    std::printf("  %-12s bring-up to READY  median %8.3f ms   teardown median %8.3f ms\n", "polling", median(up_ms),
-                median(down_ms));
-    auto dev = bfw::device::bring_up(**fn, o);
-    if (!dev) {
-        die(dev.error().message);
-    }
-    auto& ch = (*dev)->hwrm();
-    const double ver = hwrm_rate<babi::hwrm_ver_get_output>(ch, babi::hwrm_ver_get_input{}, seconds);
-    const double caps = hwrm_rate<babi::hwrm_func_qcaps_output>(ch, babi::hwrm_func_qcaps_input{}, seconds);
-    std::printf("  %-12s VER_GET %8.0f/s (%6.2f us)  FUNC_QCAPS %8.0f/s (%6.2f us)\n", "polling", ver, 1e6 / ver,
-                caps, 1e6 / caps);
-    if (auto r = (*dev)->teardown(); !r) {
-        die(r.error().message);
-    }
-    dev->reset();
     (*fn)->release();
     (*srv)->stop();
 }

@@ -419,8 +419,19 @@ static std::array<std::uint8_t, 16> link_local_gid(const std::array<std::uint8_t
 result<void> device::roce_step(bring_up_step s, clock::time_point by) {
     switch (s) {
     case bring_up_step::rcfw: {
+        int eventfd = -1;
+        if (_options.rcfw_events) {
+            // MSI-X up to the CREQ's vector; its eventfd wakes the channel's waiters
+            auto fds = _fn.enable_irqs(driver::irq_kind::msix, std::uint32_t{_options.creq_msix} + 1);
+            if (!fds) {
+                return std::unexpected(plain_error(error_kind::transport, "MSI-X for the CREQ: " + fds.error().message));
+            }
+            _irqs_enabled = true;
+            eventfd = fds->at(_options.creq_msix);
+        }
         auto ch = rcfw_channel::create(_fn, *_stranded,
-                                       {*_creq_id, _creq.data(), _options.creq_entries, _db_offset}, _options.rcfw);
+                                       {*_creq_id, _creq.data(), _options.creq_entries, _db_offset, eventfd},
+                                       _options.rcfw);
         if (!ch) {
             return std::unexpected(std::move(ch.error()));
         }
@@ -530,6 +541,10 @@ result<void> device::undo() {
         _rcfw.reset();
         _fw_initialized = false;
         _gid_index.reset();
+    }
+    if (_irqs_enabled) {   // event mode's vectors, after the channel that waited on them
+        static_cast<void>(_fn.disable_irqs(driver::irq_kind::msix));
+        _irqs_enabled = false;
     }
     const auto send = [&](teardown_step s, auto in, bool& done) {
         if (dead()) {

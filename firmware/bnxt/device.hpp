@@ -118,6 +118,9 @@ struct device_options {
     command_sink trace;                  // both channels' trace from the first request on (empty: off)
     bool roce_channel = true;            // the RCFW steps (RCFW .. ADD_GID)
     rcfw_options rcfw;
+    // The RoCE channel in event mode: MSI-X enabled at step RCFW, the CREQ armed, its vector
+    // (creq_msix) waking the waiters (rcfw.hpp); disabled again at teardown. Off: polling.
+    bool rcfw_events = false;
 };
 
 // What QUERY_FUNC says of the RoCE side (creq_query_func_resp_sb), with bnxt_qplib_get_dev_attr's
@@ -233,6 +236,7 @@ private:
     std::optional<std::uint16_t> _creq_id;
     std::unique_ptr<rcfw_channel> _rcfw;
     bool _fw_initialized = false;
+    bool _irqs_enabled = false;   // rcfw_events: MSI-X enabled by step RCFW
     roce_caps _roce;
     std::optional<std::uint32_t> _gid_index;
     std::array<std::uint8_t, 16> _gid{};

@@ -1,5 +1,8 @@
 #include "firmware/bnxt/rcfw.hpp"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -105,6 +108,9 @@ result<void> rcfw_channel::setup() {
             return r;
         }
     }
+    if (event_mode()) {
+        ring_creq_doorbell();   // the first arm (bnxt_qplib_rcfw_start_irq)
+    }
     return {};
 }
 
@@ -160,25 +166,41 @@ void rcfw_channel::poll_creq() {
         _in_flight -= it->second.slots;
     }
     if (consumed) {
-        // Acknowledge what was consumed (bnxt_qplib_ring_nq_db): NQ type, the CREQ's id.
-        const std::uint64_t db = abi::doorbell(abi::DBC_DBC_TYPE_NQ, _creq.ring_id,
-                                               static_cast<std::uint32_t>(_cons % _creq.entries),
-                                               ((_cons / _creq.entries) & 1) != 0);
-        if (_doorbell != nullptr) {
-            ::rig::abi::barrier::to_device();  // the entries' consumption before the device reads it
-            std::uint64_t le = 0;  // the doorbell's bytes, little-endian, in one 64-bit store
-            ::rig::abi::store_le<std::uint64_t>(reinterpret_cast<std::byte*>(&le), db);
-            std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(_doorbell))
-                .store(le, std::memory_order_relaxed);
-        } else {
-            std::array<std::byte, 8> b{};
-            ::rig::abi::store_le<std::uint64_t>(b.data(), db);
-            if (auto r = _fn.region_write(driver::region::bar2, _creq.doorbell_offset, b); !r && !_doorbell_warned) {
-                _doorbell_warned = true;
-                log().warn("bnxt RCFW on {}: CREQ doorbell: {}", _fn.name(), r.error().message);
-            }
-        }
+        ring_creq_doorbell();
         _room.notify_all();
+    }
+}
+
+// Acknowledges what was consumed (bnxt_qplib_ring_nq_db): the CREQ's id, the consumer index and
+// its epoch; in event mode as NQ_ARM, which asks for the next interrupt.
+void rcfw_channel::ring_creq_doorbell() {
+    const std::uint8_t type = event_mode() ? abi::DBC_DBC_TYPE_NQ_ARM : abi::DBC_DBC_TYPE_NQ;
+    const std::uint64_t db = abi::doorbell(type, _creq.ring_id, static_cast<std::uint32_t>(_cons % _creq.entries),
+                                           ((_cons / _creq.entries) & 1) != 0);
+    if (_doorbell != nullptr) {
+        ::rig::abi::barrier::to_device();  // the entries' consumption before the device reads it
+        std::uint64_t le = 0;  // the doorbell's bytes, little-endian, in one 64-bit store
+        ::rig::abi::store_le<std::uint64_t>(reinterpret_cast<std::byte*>(&le), db);
+        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(_doorbell)).store(le, std::memory_order_relaxed);
+        return;
+    }
+    std::array<std::byte, 8> b{};
+    ::rig::abi::store_le<std::uint64_t>(b.data(), db);
+    if (auto r = _fn.region_write(driver::region::bar2, _creq.doorbell_offset, b); !r && !_doorbell_warned) {
+        _doorbell_warned = true;
+        log().warn("bnxt RCFW on {}: CREQ doorbell: {}", _fn.name(), r.error().message);
+    }
+}
+
+// Sleeps until the CREQ's vector fires or `slice` passes; a firing is counted and cleared.
+void rcfw_channel::wait_for_interrupt(std::chrono::microseconds slice) {
+    pollfd p{_creq.eventfd, POLLIN, 0};
+    const int ms_slice = static_cast<int>(std::max<std::int64_t>(1, slice.count() / 1000));
+    if (::poll(&p, 1, ms_slice) == 1 && (p.revents & POLLIN) != 0) {
+        std::uint64_t n = 0;
+        if (::read(_creq.eventfd, &n, sizeof n) == sizeof n && n != 0) {
+            _interrupts.fetch_add(1, std::memory_order_relaxed);
+        }
     }
 }
 
@@ -279,8 +301,12 @@ result<rcfw_reply> rcfw_channel::exec(std::span<const std::byte> cmd, std::size_
                                                                 std::to_string(budget.count()) + " ms"));
         }
         g.unlock();
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds(100));
+        if (event_mode()) {
+            wait_for_interrupt(std::chrono::milliseconds(1));
+        } else {
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::microseconds(100));
+        }
         g.lock();
     }
     rcfw_reply reply;

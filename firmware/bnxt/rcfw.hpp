@@ -20,10 +20,15 @@
 // the CREQ's ring id, epoch = pass parity) in BAR2 at the function's doorbell offset: a 64-bit
 // store into BAR2 mapped where the back end maps it, else a region write.
 //
+// In event mode (rcfw_creq::eventfd) the CREQ is armed at setup and after each poll that consumed
+// entries; a waiter sleeps on the vector's eventfd (in slices of 1 ms, so that several waiters
+// share one interrupt) and polls the CREQ when it fires.
+//
 // A command that misses its deadline (20 s by default: RCFW_CMD_WAIT_TIME_MS) stops the
 // channel (upstream's FIRMWARE_TIMED_OUT): the CMDQ and the side buffers are stranded, every
 // later command is refused without touching the device.
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -56,6 +61,11 @@ struct rcfw_creq {
     std::byte* memory = nullptr;  // entries * 16 bytes, host view of the ring's pages
     std::uint32_t entries = 0;    // a power of two
     std::uint64_t doorbell_offset = 0x10000;  // the privileged doorbell page in BAR2
+    // Event mode: the eventfd of the CREQ's MSI-X vector (RING_ALLOC logical_id), which the
+    // device enabled. The channel arms the CREQ (NQ_ARM doorbells: bnxt_qplib_rcfw_start_irq,
+    // bnxt_qplib_service_creq) and a waiter sleeps on the eventfd between polls of the CREQ.
+    // -1: polling mode, the CREQ acknowledged without arming.
+    int eventfd = -1;
 };
 
 struct rcfw_reply {
@@ -101,6 +111,8 @@ public:
     // stranded registry instead of unmapping it at destruction.
     void strand(const std::string& why);
     std::uint64_t cmdq_pbl_iova() const noexcept { return _pbl_iova; }
+    bool event_mode() const noexcept { return _creq.eventfd >= 0; }
+    std::uint64_t interrupts() const noexcept { return _interrupts; }  // eventfd wake-ups with a count
 
 private:
     struct pending {
@@ -112,6 +124,8 @@ private:
     result<void> setup();
     result<void> write32(std::uint64_t offset, std::uint32_t v);
     void poll_creq();  // with _lock held
+    void ring_creq_doorbell();  // with _lock held: NQ (polling) or NQ_ARM (event mode) at _cons
+    void wait_for_interrupt(std::chrono::microseconds slice);  // without _lock
 
     driver::function& _fn;
     stranded_memory& _stranded;
@@ -130,6 +144,7 @@ private:
     std::uint64_t _cons = 0;        // CREQ entries consumed (free-running)
     std::byte* _doorbell = nullptr; // the CREQ doorbell in mapped BAR2; null: by region_write
     bool _doorbell_warned = false;
+    std::atomic<std::uint64_t> _interrupts{0};
     std::map<std::uint16_t, pending> _pending;
     std::optional<error> _failure;
     command_sink _trace;

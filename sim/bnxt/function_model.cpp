@@ -191,6 +191,9 @@ bool function_model::bar0_write(std::uint64_t offset, std::span<const std::byte>
     constexpr std::uint64_t cmdq_trigger = rcfw_mailbox + 0x100;   // RCFW_COMM_TRIG_OFFSET
     if (offset <= cmdq_trigger && cmdq_trigger < offset + in.size() &&
         std::to_integer<std::uint8_t>(in[cmdq_trigger - offset]) == 1) {
+        if (!_rcfw_kick) {
+            _rcfw_due = clock::now() + _options.command_latency;   // the RoCE firmware's time too
+        }
         _rcfw_kick = true;
         _wake.notify_all();
     }
@@ -215,6 +218,10 @@ void function_model::run_thread() {
     std::unique_lock g(_lock);
     while (!_stop) {
         if (_rcfw_kick && !_silent && !_dead && _server != nullptr) {
+            if (clock::now() < _rcfw_due) {
+                _wake.wait_until(g, _rcfw_due);
+                continue;
+            }
             run_rcfw_locked();
             continue;
         }

@@ -89,7 +89,7 @@ struct function_options {
     std::uint16_t function_index = 0;   // which function of the card (rig-nicsim's k); logs
     std::uint64_t bar2_size = 4u << 20;  // a power of two, above the L2 doorbell area
     std::uint16_t msix_vectors = 64;     // also FUNC_RESOURCE_QCAPS max_msix
-    std::chrono::microseconds command_latency{0};
+    std::chrono::microseconds command_latency{0};   // firmware time per HWRM request and per CMDQ trigger
     pci::fault_plan fault;               // fail_command: channel 0 (hwrm) only for now
     pci::link link{};                    // a BCM57508 is a Gen4 x16
     firmware_options firmware;
@@ -179,6 +179,7 @@ private:
     std::array<std::byte, rcfw_mailbox_bytes> _mailbox{};
     std::optional<std::array<std::byte, 128>> _pending;   // the window a trigger handed over
     clock::time_point _due{};
+    clock::time_point _rcfw_due{};   // the CMDQ trigger's commands run from then (command_latency)
     bool _stop = false;
     std::uint64_t _completed = 0;
     std::uint64_t _ignored = 0;

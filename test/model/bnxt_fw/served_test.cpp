@@ -209,3 +209,40 @@ TEST_CASE("bnxt fw served: RCFW commands by the channel: QUERY_VERSION, QUERY_FU
     CHECK(dev.stranded().empty());
     CHECK(m.fn.context_violations().empty());
 }
+
+// Event mode (device_options::rcfw_events): MSI-X enabled, the CREQ armed with NQ_ARM, the
+// channel's waiters woken by the CREQ's vector (the model raises it for every batch of
+// completions on an MSI-X NQ), then teardown with the vectors disabled again.
+TEST_CASE("bnxt fw served: the RoCE channel in event mode, woken by the CREQ's MSI-X vector", "[model][bnxt_fw]") {
+    // 2 ms of firmware time per command: the waiter finds nothing at its first poll and sleeps on
+    // the eventfd, so every command is completed by an interrupt (none can be missed by luck)
+    rig::sim::bnxt::function_options mo;
+    mo.command_latency = std::chrono::milliseconds(2);
+    served_bnxt m(mo);
+    auto o = small();
+    o.roce_channel = true;
+    o.rcfw_events = true;
+    o.rcfw.cmdq_slots = 256;
+    auto d = fw::device::bring_up(*m.f, o);
+    REQUIRE(d.has_value());
+    auto& ch = *(*d)->rcfw();
+    CHECK(ch.event_mode());
+    for (int i = 0; i < 20; ++i) {
+        auto v = ch.send<abi::creq_query_version_resp>(abi::cmdq_query_version{}, 0, clk::now() + 5s);
+        REQUIRE(v.has_value());
+        CHECK(v->event == abi::CMDQ_BASE_OPCODE_QUERY_VERSION);
+    }
+    CHECK(ch.interrupts() >= 20);   // one per command at least
+    REQUIRE((*d)->teardown().has_value());
+    CHECK((*d)->stranded().empty());
+    CHECK(m.fn.rings() == 0);
+    // polling mode takes none
+    auto p = small();
+    p.roce_channel = true;
+    p.rcfw.cmdq_slots = 256;
+    auto polled = fw::device::bring_up(*m.f, p);
+    REQUIRE(polled.has_value());
+    CHECK_FALSE((*polled)->rcfw()->event_mode());
+    CHECK((*polled)->rcfw()->interrupts() == 0);
+    REQUIRE((*polled)->teardown().has_value());
+}
