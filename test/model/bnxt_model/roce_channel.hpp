@@ -2,7 +2,8 @@
 // A driver's RoCE command channel on the bnxt model, raw as bnxt_qplib drives it (qplib_rcfw.c
 // bnxt_qplib_start_rcfw, __send_message, bnxt_qplib_service_creq): a CREQ NQ made by HWRM
 // RING_ALLOC, a CMDQ at level 1, cmdq_init written to the BAR0 mailbox; commands copied in with
-// cookies, the producer and trigger written, completions read by the valid bit's pass.
+// cookies, the producer and trigger written, completions read by the valid bit's pass; and
+// roce_function: a function with the channel initialized and a GID, with the objects' commands.
 #include <poll.h>
 #include <unistd.h>
 
@@ -134,5 +135,80 @@ inline std::uint32_t roce_stat_ctx(served_bnxt& m) {
     return r.as<abi::hwrm_stat_ctx_alloc_output>().stat_ctx_id;
 }
 
+
+// ---- a function with its RoCE channel initialized, and the objects' commands ------------------
+
+inline constexpr std::array<std::uint8_t, 6> port_mac{0x02, 0x52, 0x49, 0x47, 0x50, 0x00};
+inline constexpr std::array<std::uint8_t, 16> peer_gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2};
+
+// A function with its RoCE channel up: backing store, stat context, INITIALIZE_FW, one GID.
+struct roce_function {
+    served_bnxt m;
+    context_memory cm{m};
+    roce_channel ch{(roce_backing_store(m, cm), m)};
+    explicit roce_function(rig::sim::bnxt::function_options o = {}) : m(o) {
+        abi::cmdq_initialize_fw init;
+        init.stat_ctx_id = roce_stat_ctx(m);
+        REQUIRE(ch.run(init).status == abi::CREQ_QP_EVENT_STATUS_SUCCESS);
+        abi::cmdq_add_gid g;
+        g.gid = abi::add_gid_gid({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1});
+        g.src_mac = abi::add_gid_src_mac(port_mac);
+        REQUIRE(ch.run(g).status == abi::CREQ_QP_EVENT_STATUS_SUCCESS);
+    }
+    // Runs `c`; its status, and its completion's xid when it succeeded.
+    template <class Cmd>
+    std::pair<std::uint8_t, std::uint32_t> run(const Cmd& c) {
+        std::array<std::byte, 16> raw{};
+        const auto e = ch.run(c, &raw);
+        return {e.status, rig::abi::load_le<std::uint32_t>(raw.data() + 4)};
+    }
+    // `pages` 4 KiB pages and a level-1 table of valid PTEs over them.
+    std::pair<served_bnxt::block, std::uint64_t> paged(std::size_t pages) {
+        const auto data = m.alloc(4096 * pages);
+        const auto pte = m.alloc(4096);
+        for (std::size_t p = 0; p < pages; ++p) {
+            rig::abi::store_le<std::uint64_t>(pte.host + 8 * p, (data.iova + 4096 * p) | 1);
+        }
+        return {data, pte.iova};
+    }
+    abi::cmdq_create_cq cq(std::uint32_t entries, std::uint64_t handle) {
+        abi::cmdq_create_cq c;
+        c.cq_handle = handle;
+        c.cq_size = entries;
+        c.cnq_id = ch.creq_id;   // an NQ ring of this function
+        c.dpi = 1;
+        c.pbl = m.alloc(32 * entries).iova;   // one contiguous page: level 0
+        return c;
+    }
+    abi::cmdq_create_qp rc_qp(std::uint32_t scq, std::uint32_t rcq) {
+        abi::cmdq_create_qp c;
+        c.qp_handle = 0xabcdef0012345678;
+        c.type = abi::CMDQ_CREATE_QP_TYPE_RC;
+        c.sq_size = 64;   // 64 x (128 + 16 PSN) = 9216 bytes: three pages at level 1
+        c.sq_sge = 1;
+        c.rq_size = 64;   // 64 x (32 + 16) = 3072 bytes: one page at level 0
+        c.rq_sge = 1;
+        c.scq_cid = scq;
+        c.rcq_cid = rcq;
+        c.pd_id = 1;
+        c.dpi = 1;
+        c.sq_lvl = 1;
+        c.sq_pbl = paged(3).second;
+        c.rq_pbl = m.alloc(4096).iova;
+        c.irrq_addr = m.alloc(4096).iova;
+        c.orrq_addr = m.alloc(4096).iova;
+        return c;
+    }
+    // The context record the model wrote for entry `index` of `type`: its first 16 bytes.
+    std::array<std::byte, 16> record(const char* type, std::uint32_t index) {
+        std::array<std::byte, 16> out{};
+        m.fn.with_firmware([&](const rig::sim::bnxt::firmware& f) {
+            const auto& a = f.context().at(type);
+            const std::uint64_t at = std::uint64_t{index} * a.entry_size;
+            std::memcpy(out.data(), cm.host(a.pages.at(at / a.page_bytes) + at % a.page_bytes), 16);
+        });
+        return out;
+    }
+};
 
 }  // namespace rig::test::bnxt

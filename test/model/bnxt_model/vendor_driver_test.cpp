@@ -67,14 +67,8 @@ TEST_CASE("bnxt model: FW_SET_TIME takes a UTC date, FUNC_CFG a cache line of 64
 }
 
 TEST_CASE("bnxt model rcfw: a TLV-framed command is read by its total_size, the next one after it", "[bnxt_model][vendor_driver]") {
-    served_bnxt m;
-    context_memory cm(m);
-    roce_backing_store(m, cm);
-    const std::uint32_t stat = roce_stat_ctx(m);
-    roce_channel ch(m);
-    abi::cmdq_initialize_fw init;
-    init.stat_ctx_id = stat;
-    REQUIRE(ch.run(init).status == abi::CREQ_QP_EVENT_STATUS_SUCCESS);
+    roce_function r;   // initialized: MODIFY_ROCE_CC is no INVALID_CMD
+    roce_channel& ch = r.ch;
     // bnxt_qplib_modify_cc's framing: struct tlv (cmd_discr 0x8000), total_size 4 slots at byte
     // 8, then a cmdq_base for MODIFY_ROCE_CC (0x8c) with its cookie; 64 bytes in all
     std::array<std::byte, 64> framed{};
