@@ -95,7 +95,8 @@ setup_qemu() {
     exit 77
   fi
   # from here on, every problem is a failure
-  "$qemu" -device vfio-user-pci,help 2>&1 | grep -q 'socket' || fail "$qemu has no vfio-user-pci device"
+  # read whole, then searched (a grep -q leaving the pipe early could SIGPIPE QEMU under pipefail)
+  grep -q 'socket' <<<"$("$qemu" -device vfio-user-pci,help 2>&1 || true)" || fail "$qemu has no vfio-user-pci device"
 }
 setup_kernel() {   # kernel_flavour= (cloud by default, or generic) picks the meta package
   local flavour=${kernel_flavour:-cloud}
