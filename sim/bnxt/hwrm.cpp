@@ -23,7 +23,6 @@ struct command {
     std::uint16_t req_type;
     std::size_t in_size;
     void (firmware::*run)(firmware::call&);
-    const char* name;
 };
 
 }  // namespace
@@ -146,56 +145,47 @@ bool firmware::fetch(std::span<const std::byte> window, vfio_user::dma_space* dm
 
 void firmware::dispatch(call& c) {
     static constexpr command table[] = {
-        {abi::HWRM_VER_GET, abi::hwrm_ver_get_input::layout_size, &firmware::ver_get, "VER_GET"},
-        {abi::HWRM_FUNC_RESET, abi::hwrm_func_reset_input::layout_size, &firmware::func_reset,
-         "FUNC_RESET"},
-        {abi::HWRM_FUNC_QCAPS, abi::hwrm_func_qcaps_input::layout_size, &firmware::func_qcaps,
-         "FUNC_QCAPS"},
-        {abi::HWRM_FUNC_QCFG, abi::hwrm_func_qcfg_input::layout_size, &firmware::func_qcfg,
-         "FUNC_QCFG"},
-        {abi::HWRM_FUNC_CFG, abi::hwrm_func_cfg_input::layout_size, &firmware::func_cfg,
-         "FUNC_CFG"},
+        {abi::HWRM_VER_GET, abi::hwrm_ver_get_input::layout_size, &firmware::ver_get},
+        {abi::HWRM_FUNC_RESET, abi::hwrm_func_reset_input::layout_size, &firmware::func_reset},
+        {abi::HWRM_FUNC_QCAPS, abi::hwrm_func_qcaps_input::layout_size, &firmware::func_qcaps},
+        {abi::HWRM_FUNC_QCFG, abi::hwrm_func_qcfg_input::layout_size, &firmware::func_qcfg},
+        {abi::HWRM_FUNC_CFG, abi::hwrm_func_cfg_input::layout_size, &firmware::func_cfg},
         {abi::HWRM_FUNC_DRV_RGTR, abi::hwrm_func_drv_rgtr_input::layout_size,
-         &firmware::func_drv_rgtr, "FUNC_DRV_RGTR"},
+         &firmware::func_drv_rgtr},
         {abi::HWRM_FUNC_DRV_UNRGTR, abi::hwrm_func_drv_unrgtr_input::layout_size,
-         &firmware::func_drv_unrgtr, "FUNC_DRV_UNRGTR"},
+         &firmware::func_drv_unrgtr},
         {abi::HWRM_FUNC_RESOURCE_QCAPS, abi::hwrm_func_resource_qcaps_input::layout_size,
-         &firmware::func_resource_qcaps, "FUNC_RESOURCE_QCAPS"},
+         &firmware::func_resource_qcaps},
         // The kernel sends a 256-byte "legacy" FUNC_BACKING_STORE_CFG when max_ext_req_len is
         // smaller than the struct (bnxt.c bnxt_hwrm_func_backing_store_cfg): the shortest the
         // model takes is the legacy one.
         {abi::HWRM_FUNC_BACKING_STORE_QCAPS,
-         abi::hwrm_func_backing_store_qcaps_input::layout_size, &firmware::backing_store_qcaps,
-         "FUNC_BACKING_STORE_QCAPS"},
-        {abi::HWRM_FUNC_BACKING_STORE_CFG, 256, &firmware::backing_store_cfg,
-         "FUNC_BACKING_STORE_CFG"},
-        {abi::HWRM_RING_ALLOC, abi::hwrm_ring_alloc_input::layout_size, &firmware::ring_alloc,
-         "RING_ALLOC"},
-        {abi::HWRM_RING_FREE, abi::hwrm_ring_free_input::layout_size, &firmware::ring_free,
-         "RING_FREE"},
+         abi::hwrm_func_backing_store_qcaps_input::layout_size, &firmware::backing_store_qcaps},
+        {abi::HWRM_FUNC_BACKING_STORE_CFG, 256, &firmware::backing_store_cfg},
+        {abi::HWRM_RING_ALLOC, abi::hwrm_ring_alloc_input::layout_size, &firmware::ring_alloc},
+        {abi::HWRM_RING_FREE, abi::hwrm_ring_free_input::layout_size, &firmware::ring_free},
         {abi::HWRM_STAT_CTX_ALLOC, abi::hwrm_stat_ctx_alloc_input::layout_size,
-         &firmware::stat_ctx_alloc, "STAT_CTX_ALLOC"},
+         &firmware::stat_ctx_alloc},
         {abi::HWRM_STAT_CTX_FREE, abi::hwrm_stat_ctx_free_input::layout_size,
-         &firmware::stat_ctx_free, "STAT_CTX_FREE"},
-        {abi::HWRM_VNIC_ALLOC, abi::hwrm_vnic_alloc_input::layout_size, &firmware::vnic_alloc,
-         "VNIC_ALLOC"},
-        {abi::HWRM_VNIC_FREE, abi::hwrm_vnic_free_input::layout_size, &firmware::vnic_free,
-         "VNIC_FREE"},
-        {abi::HWRM_VNIC_CFG, abi::hwrm_vnic_cfg_input::layout_size, &firmware::vnic_cfg,
-         "VNIC_CFG"},
+         &firmware::stat_ctx_free},
+        {abi::HWRM_VNIC_ALLOC, abi::hwrm_vnic_alloc_input::layout_size, &firmware::vnic_alloc},
+        {abi::HWRM_VNIC_FREE, abi::hwrm_vnic_free_input::layout_size, &firmware::vnic_free},
+        {abi::HWRM_VNIC_CFG, abi::hwrm_vnic_cfg_input::layout_size, &firmware::vnic_cfg},
         {abi::HWRM_CFA_L2_FILTER_ALLOC, abi::hwrm_cfa_l2_filter_alloc_input::layout_size,
-         &firmware::cfa_l2_filter_alloc, "CFA_L2_FILTER_ALLOC"},
+         &firmware::cfa_l2_filter_alloc},
         {abi::HWRM_CFA_L2_FILTER_FREE, abi::hwrm_cfa_l2_filter_free_input::layout_size,
-         &firmware::cfa_l2_filter_free, "CFA_L2_FILTER_FREE"},
+         &firmware::cfa_l2_filter_free},
         {abi::HWRM_PORT_PHY_QCFG, abi::hwrm_port_phy_qcfg_input::layout_size,
-         &firmware::port_phy_qcfg, "PORT_PHY_QCFG"},
+         &firmware::port_phy_qcfg},
         {abi::HWRM_PORT_PHY_QCAPS, abi::hwrm_port_phy_qcaps_input::layout_size,
-         &firmware::port_phy_qcaps, "PORT_PHY_QCAPS"},
+         &firmware::port_phy_qcaps},
         {abi::HWRM_QUEUE_QPORTCFG, abi::hwrm_queue_qportcfg_input::layout_size,
-         &firmware::queue_qportcfg, "QUEUE_QPORTCFG"},
-        {abi::HWRM_FW_SET_TIME, abi::hwrm_fw_set_time_input::layout_size, &firmware::fw_set_time,
-         "FW_SET_TIME"},
+         &firmware::queue_qportcfg},
+        {abi::HWRM_FW_SET_TIME, abi::hwrm_fw_set_time_input::layout_size, &firmware::fw_set_time},
     };
+    // the names in the log and the refusals are abi/bnxt's (hwrm_req_type_name), one list
+    static_assert(std::ranges::all_of(table, [](const command& k) { return !abi::hwrm_req_type_name(k.req_type).empty(); }),
+                  "every request the model runs has its name in abi/bnxt/hwrm.hpp");
     const command* cmd = nullptr;
     for (const command& k : table) {
         if (k.req_type == c.req_type) {
@@ -215,17 +205,17 @@ void firmware::dispatch(call& c) {
     // A window holds max_req_win_len bytes: a longer command must come as a short command.
     if (!c.via_short && cmd->in_size > _o.max_req_win_len) {
         c.fail(abi::HWRM_ERR_CODE_INVALID_PARAMS, cmd_err::longer_than_window,
-               std::string(cmd->name) + " is " + std::to_string(cmd->in_size) +
+               std::string(abi::hwrm_req_type_name(cmd->req_type)) + " is " + std::to_string(cmd->in_size) +
                    " bytes, the window " + std::to_string(_o.max_req_win_len));
         return;
     }
     (this->*(cmd->run))(c);
     if (c.failed()) {
-        log().info("bnxt hwrm: {} ({:#x}) seq {:#x}: {} ({:#x}), cmd_err {:#x}: {}", cmd->name,
+        log().info("bnxt hwrm: {} ({:#x}) seq {:#x}: {} ({:#x}), cmd_err {:#x}: {}", abi::hwrm_req_type_name(cmd->req_type),
                    c.req_type, c.seq_id, abi::hwrm_err_code_name(c.error), c.error,
                    static_cast<unsigned>(c.err), c.why);
     } else {
-        log().debug("bnxt hwrm: {} ({:#x}) seq {:#x}: ok", cmd->name, c.req_type, c.seq_id);   // the trace
+        log().debug("bnxt hwrm: {} ({:#x}) seq {:#x}: ok", abi::hwrm_req_type_name(cmd->req_type), c.req_type, c.seq_id);   // the trace
     }
 }
 
