@@ -310,6 +310,17 @@ public:
     std::vector<std::uint16_t> rcfw_qp_error(std::uint32_t qpn, std::uint8_t req_reason, std::uint8_t res_reason,
                                              std::uint16_t sq_cons, std::uint16_t rq_cons, vfio_user::dma_space* dma);
 
+    // ---- for the data path (datapath.hpp) ----
+    // Bumped by every RoCE command (run, refused or failed by a fault) and every start of the
+    // channel: the data path then follows the objects again.
+    std::uint64_t roce_changes() const noexcept { return _roce_changes; }
+    // Writes a 16-byte NQ entry at the producer of NQ ring `ring` (the CREQ's producer when it is
+    // the CREQ), its valid bit (byte 8 bit 0: 1 on the first pass through the ring, as
+    // NQE_CMP_VALID reads it) written after the rest. false: no such NQ, or the IOMMU refused.
+    bool nq_post(std::uint16_t ring, std::span<std::byte, 16> entry, vfio_user::dma_space* dma);
+    // The MSI-X vector NQ ring `ring` raises: its logical_id when its int_mode is MSI-X.
+    std::optional<std::uint16_t> nq_vector(std::uint16_t ring) const;
+
     // ---- inspection ----
     const firmware_options& options() const noexcept { return _o; }
     bool ready() const noexcept { return clock::now() >= _ready_at; }
@@ -408,6 +419,7 @@ private:
                        vfio_user::dma_space* dma);
     void drop_roce_objects();
     rcfw_state _rcfw;
+    std::uint64_t _roce_changes = 0;
 
     firmware_options _o;
     clock::time_point _ready_at;

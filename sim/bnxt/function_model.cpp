@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "abi/bits.hpp"
+#include "sim/bnxt/datapath.hpp"
 #include "sim/vfio_user/log.hpp"
 
 namespace rig::sim::bnxt {
@@ -61,6 +62,7 @@ function_model::function_model(function_options options)
 }
 
 function_model::~function_model() {
+    _datapath.reset();   // its pass takes _lock: it leaves the model core first
     {
         std::lock_guard g(_lock);
         _stop = true;
@@ -74,9 +76,8 @@ void function_model::attach(vfio_user::server& s) {
     _server = &s;
 }
 
-void function_model::attach_wire(roce::wire&) {}
-
 void function_model::server_closing() {
+    _datapath.reset();   // its pass takes _lock and uses the server's DMA space: it goes first
     std::lock_guard g(_lock);
     _server = nullptr;
 }
@@ -315,6 +316,7 @@ void function_model::report_ledger(const char* event) const {
 void function_model::reset_locked() {
     report_ledger("reset");   // what the reset takes from the firmware
     _fw.reset();
+    ++_resets;   // the data path's next pass drops every object it followed
     _config.reset();
     _msix.reset();
     std::memset(_bar2.data(), 0, _bar2.size());

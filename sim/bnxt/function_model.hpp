@@ -30,7 +30,8 @@
 //  - everything else reads 0 and ignores writes.
 // BAR2: shared memory the client maps (sparse mmap), doorbells: the L2/privileged page at
 // db_offset 0x10000 (FUNC_QCFG legacy_l2_db_size_kb), DPI pages after the L2 area
-// (l2_doorbell_bar_size_kb). Nothing polls it yet (the data path is the next issue).
+// (l2_doorbell_bar_size_kb). The data path (datapath.hpp, once attach_wire joined a wire)
+// polls the pages its objects name (docs/bnxt-data-path.md).
 // BAR4: the MSI-X table (16 bytes a vector) at 0 and the PBA after it, trapped (sim/pci/msix).
 //
 // Faults (test hooks; rig-nicsim's fault plan through options.fault, channel 0 = hwrm):
@@ -75,6 +76,8 @@ class wire;
 
 namespace rig::sim::bnxt {
 
+class datapath;  // sim/bnxt/datapath.hpp
+
 inline constexpr std::uint16_t broadcom_vendor_id = ::rig::abi::pci::vendor_broadcom;
 inline constexpr std::uint16_t bcm57508_device_id = 0x1750;
 inline constexpr std::uint64_t bar0_bytes = 64 << 10;
@@ -97,6 +100,11 @@ struct function_options {
     // reset, a line "LEDGER function=K event=drv_unrgtr|reset rings=N stat_ctxs=N vnics=N
     // filters=N roce_objects=N context_pages=N" (what the firmware still holds), lock held.
     std::function<void(const std::string&)> on_ledger;
+    // The data path (docs/bnxt-data-path.md "Completions"): a requester CQE only for signalled
+    // WQEs and failed ones (on, the chip's aggregation), or one for every WQE (off).
+    bool aggregate_requester_cqes = true;
+    // RES_RC HW_FLUSH_ERR CQEs for the receives left on a QP that failed (drivers skip them).
+    bool hw_flush_cqes = false;
 };
 
 class function_model final : public vfio_user::device {
@@ -108,8 +116,11 @@ public:
 
     // The server whose DMA space and interrupts the model uses (before the server starts).
     void attach(vfio_user::server& s);
-    // The data path is the next issue: the wire is not joined yet (nothing to send).
+    // Joins `w` under the function's MAC and starts the data path (datapath.hpp): doorbells,
+    // WQEs, CQEs and NQ entries of the RC queue pairs. Misuse (attached twice, the MAC already on
+    // the wire) throws std::invalid_argument.
     void attach_wire(roce::wire& w);
+    const datapath* data_path() const noexcept { return _datapath.get(); }
 
     vfio_user::region_desc region(unsigned index) override;
     std::uint32_t irq_count(vfio_user::irq kind) override;
@@ -195,6 +206,9 @@ private:
     bool _rcfw_kick = false;   // the CMDQ trigger was written: commands to run
     std::vector<std::pair<std::uint8_t, std::uint8_t>> _rcfw_fail_next;   // opcode, CREQ status
     pci::fault_arm _arm;
+    std::uint64_t _resets = 0;   // function resets: the data path drops what it followed
+    friend class datapath;
+    std::unique_ptr<datapath> _datapath;   // after attach_wire; stopped before the rest goes
     std::thread _thread;   // last: started once everything above exists
 };
 

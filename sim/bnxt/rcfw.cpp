@@ -62,6 +62,7 @@ bool firmware::rcfw_start(std::span<const std::byte> mailbox, vfio_user::dma_spa
     }
     next.enabled = true;
     _rcfw = std::move(next);
+    ++_roce_changes;   // the objects went with the old channel
     return true;
 }
 
@@ -97,6 +98,36 @@ bool firmware::rcfw_complete(vfio_user::dma_space* dma, std::span<std::byte, 16>
     }
     ++_rcfw.creq_producer;
     return true;
+}
+
+bool firmware::nq_post(std::uint16_t ring_id, std::span<std::byte, 16> entry, vfio_user::dma_space* dma) {
+    if (_rcfw.enabled && ring_id == _rcfw.creq_ring) {
+        return rcfw_complete(dma, entry);
+    }
+    const auto it = _rings.find(ring_id);
+    if (it == _rings.end() || it->second.type != abi::RING_ALLOC_REQ_RING_TYPE_NQ || dma == nullptr) {
+        return false;
+    }
+    ring& nq = it->second;
+    const bool phase = ((nq.producer / nq.length) & 1) == 0;
+    entry[8] = (entry[8] & std::byte{0xfe}) | std::byte{phase ? std::uint8_t{1} : std::uint8_t{0}};
+    const auto at = nq.entry_address(nq.producer % nq.length);
+    const std::span<const std::byte> e(entry);
+    if (!at || !dma->write(*at, e.first(8)) || !dma->write(*at + 9, e.subspan(9)) ||
+        !dma->write_last_byte_last(*at + 8, e.subspan(8, 1))) {
+        log().warn("bnxt: NQ {} entry {} refused by the IOMMU", ring_id, nq.producer);
+        return false;
+    }
+    ++nq.producer;
+    return true;
+}
+
+std::optional<std::uint16_t> firmware::nq_vector(std::uint16_t ring_id) const {
+    const auto it = _rings.find(ring_id);
+    if (it == _rings.end() || it->second.int_mode != abi::RING_ALLOC_REQ_INT_MODE_MSIX) {
+        return std::nullopt;
+    }
+    return it->second.logical_id;
 }
 
 std::vector<std::uint16_t> firmware::rcfw_doorbell(std::span<const std::byte> mailbox, vfio_user::dma_space* dma,
@@ -156,6 +187,7 @@ std::vector<std::uint16_t> firmware::rcfw_doorbell(std::span<const std::byte> ma
         for (std::size_t i : {0u, 1u, 2u, 3u, 8u, 9u}) {
             entry[i] = common[i];
         }
+        ++_roce_changes;
         log().debug("bnxt rcfw: {} ({:#x}) cookie {:#x}: {}", abi::cmdq_opcode_name(base.opcode), base.opcode,
                     base.cookie, abi::creq_qp_event_status_name(ev.status));   // the trace
         if (!rcfw_complete(dma, entry)) {

@@ -1,0 +1,253 @@
+// The bnxt data path's doorbells and work entries: the BAR2 doorbell pages polled (the
+// privileged page and every DPI page a QP or CQ names), each doorbell decoded by its payload
+// (abi dbc_dbc), and new send and receive WQEs fetched from the queues' memory into the rc_qp
+// (docs/bnxt-data-path.md "Doorbell pages", "Queues"; reference bnxt.md §3.2, §3.4, §3.6;
+// qplib_res.h bnxt_qplib_ring_db, bnxt_qplib_ring_prod_db; datapath.hpp).
+#include <algorithm>
+#include <atomic>
+
+// function_model.hpp (rcfw.hpp) before wqe.hpp, whose abi::op would be shadowed by rcfw.hpp's
+#include "sim/bnxt/function_model.hpp"
+#include "abi/bits.hpp"
+#include "abi/bnxt/doorbell.hpp"
+#include "abi/bnxt/wqe.hpp"
+#include "sim/bnxt/datapath.hpp"
+#include "sim/vfio_user/dma_space.hpp"
+#include "sim/vfio_user/log.hpp"
+
+namespace rig::sim::bnxt {
+
+namespace {
+
+namespace abi = ::rig::bnxt::abi;
+
+constexpr std::uint64_t db_page_bytes = 4096;   // a DPI page (qplib_res.c bnxt_qplib_alloc_dpi)
+constexpr std::uint64_t sq_wqe_bytes = abi::static_wqe_slots * abi::wqe_slot_size;   // static mode
+constexpr std::uint64_t rq_header_bytes = abi::rq_wqe_hdr::layout_size;
+constexpr std::uint64_t sge_bytes = abi::sq_sge::layout_size;
+
+}  // namespace
+
+// Every 8-byte word of the polled pages: a plain load first (most words were not written since
+// the last look, and a locked exchange on each of them costs more than the rest of an idle
+// pass), then the exchange with 0 that takes a written word (docs/bnxt-data-path.md: a RoCE
+// doorbell always has valid set, so it is never 0).
+bool datapath::poll_doorbells() {
+    std::byte* bar = _fn._bar2.data();
+    const std::uint64_t bar_bytes = _fn._bar2.size();
+    const std::uint64_t db_offset = std::uint64_t{_fn._fw.options().legacy_l2_db_size_kb} << 10;
+    bool seen = false;
+    for (const std::uint32_t dpi : _pages) {
+        const std::uint64_t base = db_offset + std::uint64_t{dpi} * db_page_bytes;
+        if (base + db_page_bytes > bar_bytes) {
+            continue;   // CREATE_QP/CREATE_CQ refuse a dpi past max_dpi: never so
+        }
+        auto* words = reinterpret_cast<std::uint64_t*>(bar + base);
+        for (std::size_t w = 0; w < db_page_bytes / sizeof(std::uint64_t); ++w) {
+            std::atomic_ref<std::uint64_t> cell(words[w]);
+            if (cell.load(std::memory_order_relaxed) == 0) {
+                continue;
+            }
+            const std::uint64_t raw = cell.exchange(0, std::memory_order_acquire);
+            if (raw != 0) {
+                // the driver's one 64-bit little-endian store (bnxt_qplib_write_db)
+                doorbell(dpi, rig::abi::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw)));
+                seen = true;
+            }
+        }
+    }
+    return seen;
+}
+
+void datapath::ignore() noexcept {
+    ++_fn._ignored;   // function_model::doorbells_ignored (the lock is held)
+}
+
+// One doorbell taken from page `dpi`, decoded by its payload (type, xid), as a card decodes it.
+void datapath::doorbell(std::uint32_t dpi, std::uint64_t value) {
+    const abi::dbc_dbc f = abi::doorbell_fields(value);
+    if (f.path != abi::DBC_DBC_PATH_ROCE || f.valid == 0) {
+        return ignore();
+    }
+    const bool epoch = f.epoch != 0;
+    switch (f.type) {
+    case abi::DBC_DBC_TYPE_SQ:
+    case abi::DBC_DBC_TYPE_RQ: {
+        const auto it = _qps.find(f.xid);
+        if (it == _qps.end() || it->second.q->dpi != dpi) {
+            return ignore();   // a card drops a doorbell for a queue of another DPI
+        }
+        return producer(it->second, f.type == abi::DBC_DBC_TYPE_SQ, f.index, epoch);
+    }
+    case abi::DBC_DBC_TYPE_CQ:
+    case abi::DBC_DBC_TYPE_CQ_ARMSE:
+    case abi::DBC_DBC_TYPE_CQ_ARMALL:
+    case abi::DBC_DBC_TYPE_CQ_ARMENA: {
+        const auto it = _cqs.find(f.xid);
+        // ARMENA: the privileged page for every CQ (qplib_fp.c bnxt_qplib_armen_db)
+        const bool page_ok = it != _cqs.end() && (it->second.cq->dpi == dpi ||
+                                                  (f.type == abi::DBC_DBC_TYPE_CQ_ARMENA && dpi == 0));
+        if (!page_ok) {
+            return ignore();
+        }
+        if (f.type == abi::DBC_DBC_TYPE_CQ_ARMENA) {
+            return;   // enables arming: taken, nothing to do
+        }
+        // an arm carries the consumer too (bnxt_qplib_ring_db: index = cq cons); a stale one is
+        // no news, only a CQ doorbell must be a consumer this CQ can have
+        if (!consumer(it->second, f.index, epoch) && f.type == abi::DBC_DBC_TYPE_CQ) {
+            return ignore();
+        }
+        if (f.type != abi::DBC_DBC_TYPE_CQ) {
+            arm_cq(it->second);
+        }
+        return;
+    }
+    case abi::DBC_DBC_TYPE_NQ_ARM: {
+        const auto& rcfw = _fn._fw.rcfw();
+        if (rcfw.enabled && f.xid == rcfw.creq_ring) {
+            return;   // the CREQ's: its entries raise its vector every time (rcfw.cpp)
+        }
+        if (!_nqs.contains(static_cast<std::uint16_t>(f.xid)) || dpi != 0) {
+            return ignore();
+        }
+        return arm_nq(static_cast<std::uint16_t>(f.xid), f.index, epoch);
+    }
+    default:
+        return ignore();   // SRQs, NQ masks, push and cut-off doorbells: not modelled
+    }
+}
+
+// An SQ or RQ producer: `index` (mod the ring) and `epoch` (flipped per wrap) name the position
+// modulo twice the ring, taken as the one at most a ring ahead of what the model took
+// (bnxt_qplib_hwq_incr_prod; docs/bnxt-data-path.md "Queues").
+void datapath::producer(qp_slot& s, bool send, std::uint32_t index, bool epoch) {
+    const std::uint32_t size = send ? s.q->sq_entries : s.q->rq_entries;
+    std::uint32_t& taken = send ? s.sq_taken : s.rq_taken;
+    const std::uint32_t span = 2 * size;
+    const std::uint32_t pos = index + (epoch ? size : 0);
+    if (index >= size || (pos + span - taken) % span > size) {
+        return ignore();   // no producer of this ring
+    }
+    (send ? s.sq_produced : s.rq_produced) = pos;
+}
+
+// The driver's consumer of a CQ, as its doorbells give it: it only moves forward, up to the
+// model's producer. false: no consumer this CQ can have now.
+bool datapath::consumer(cq_slot& c, std::uint32_t index, bool epoch) noexcept {
+    const std::uint32_t size = c.cq->entries;
+    const std::uint32_t span = 2 * size;
+    const std::uint32_t pos = index + (epoch ? size : 0);
+    if (index >= size) {
+        return false;
+    }
+    const std::uint32_t used = (c.producer + span - c.consumer) % span;
+    const std::uint32_t advance = (pos + span - c.consumer) % span;
+    if (advance > used) {
+        return false;
+    }
+    c.consumer = pos;
+    return true;
+}
+
+// CQ_ARMALL / CQ_ARMSE: the CQ's next CQE notifies. A CQ armed with CQEs past the consumer its
+// arm carries notifies now (the model's judgement, docs/hardware.md: else a CQE written between
+// the driver's last poll and its arm would wait for the next one).
+void datapath::arm_cq(cq_slot& c) {
+    c.armed = true;
+    if (c.producer != c.consumer) {
+        notify(c);
+    }
+}
+
+// NQ_ARM on a RoCE NQ: its next entry raises its vector; one armed behind the NQ's producer
+// (entries the driver has not seen) raises it now.
+void datapath::arm_nq(std::uint16_t ring, std::uint32_t index, bool epoch) {
+    const auto r = _fn._fw.rings().find(ring);
+    const std::uint32_t length = r->second.length;
+    const std::uint32_t produced = r->second.producer % (2 * length);
+    if (index < length && index + (epoch ? length : 0) != produced) {
+        _nqs[ring].armed = false;
+        if (const auto v = _fn._fw.nq_vector(ring)) {
+            raise(*v);
+        }
+        return;
+    }
+    _nqs[ring].armed = true;
+}
+
+// ---- work entries -----------------------------------------------------------------------------
+
+bool datapath::read_queue(const queue_memory& m, std::uint64_t offset, std::span<std::byte> out) const noexcept {
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const std::uint64_t at = offset + done;
+        const std::uint64_t iova = m.address(at);
+        if (iova == 0) {
+            return false;
+        }
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, m.page_bytes - at % m.page_bytes));
+        if (!_dma->read(iova, out.subspan(done, n))) {
+            return false;
+        }
+        done += n;
+    }
+    return true;
+}
+
+// The send WQEs from the model's position to the driver's last producer, while the rc_qp has
+// room: static mode, WQE k at (k mod sq_size) x 128 of the SQ's memory.
+bool datapath::fetch_sends(qp_slot& s, const roce_qp& q) {
+    const std::uint32_t span = 2 * q.sq_entries;
+    const bool every = !_fn._options.aggregate_requester_cqes;
+    std::uint32_t room = s.rc->send_room();
+    std::uint64_t fetched = 0;
+    while (s.sq_taken != s.sq_produced && room > 0) {
+        const std::uint32_t slot = s.sq_taken % q.sq_entries;
+        if (read_queue(q.sq, std::uint64_t{slot} * sq_wqe_bytes, _wqe)) {
+            parse_send_wqe(_wqe, slot, every, _send);
+        } else {
+            log().warn("bnxt data path: QP {} send WQE {} is outside the DMA mappings", s.id, slot);
+            malformed_send(slot, _send);   // an error completion, as a card's DMA fault
+        }
+        if (!s.rc->post_send(_send.request)) {
+            break;
+        }
+        --room;
+        s.sq_taken = (s.sq_taken + 1) % span;
+        ++fetched;
+    }
+    // this thread is the counter's only writer: a plain add
+    _wqes.store(_wqes.load(std::memory_order_relaxed) + fetched, std::memory_order_relaxed);
+    return fetched != 0;
+}
+
+// The receive WQEs likewise: WQE k at (k mod rq_size) x (32 + 16 x rq_sge) of the RQ's memory.
+// One the card cannot take (malformed, or outside the mappings) is posted with an SGE whose key
+// names nothing: the message landing there fails, as on a card.
+bool datapath::fetch_receives(qp_slot& s, const roce_qp& q) {
+    const std::uint32_t span = 2 * q.rq_entries;
+    const std::size_t stride = rq_header_bytes + sge_bytes * q.rq_sge;
+    const auto wqe = std::span(_wqe).first(std::min(stride, _wqe.size()));
+    bool did = false;
+    while (s.rq_taken != s.rq_produced && s.rc->receive_room() > 0) {
+        const std::uint32_t slot = s.rq_taken % q.rq_entries;
+        roce::receive_request r;
+        std::uint32_t wr_id = 0;
+        if (!read_queue(q.rq, std::uint64_t{slot} * stride, wqe) ||
+            !parse_receive_wqe(wqe, q.rq_sge, slot, r, wr_id)) {
+            r.index = slot;
+            r.sge_count = 1;
+            r.sg[0] = roce::sge{0, 0, 0};
+        }
+        if (!s.rc->post_receive(r)) {
+            break;
+        }
+        s.wr_ids[slot] = wr_id;
+        s.rq_taken = (s.rq_taken + 1) % span;
+        did = true;
+    }
+    return did;
+}
+
+}  // namespace rig::sim::bnxt
