@@ -69,8 +69,8 @@ inline constexpr std::uint8_t CMDQ_BASE_OPCODE_QUERY_QP_EXTEND = 0x91;
 inline constexpr std::uint8_t CMDQ_BASE_OPCODE_QUERY_ROCE_STATS_EXT = 0x92;
 
 // The opcode's name without the CMDQ_BASE_OPCODE_ prefix, "" for one roce_hsi.h does not list.
-constexpr std::string_view cmdq_opcode_name(std::uint8_t op) noexcept {
-    switch (op) {
+constexpr std::string_view cmdq_opcode_name(std::uint8_t opcode) noexcept {
+    switch (opcode) {
     case 0x1: return "CREATE_QP";
     case 0x2: return "DESTROY_QP";
     case 0x3: return "MODIFY_QP";

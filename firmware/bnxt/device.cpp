@@ -43,6 +43,7 @@ std::string_view to_string(bring_up_step s) noexcept {
     case bring_up_step::rcfw: return "RCFW";
     case bring_up_step::query_func: return "QUERY_FUNC";
     case bring_up_step::initialize_fw: return "INITIALIZE_FW";
+    case bring_up_step::nq: return "NQ";
     case bring_up_step::add_gid: return "ADD_GID";
     case bring_up_step::ready: return "READY";
     }
@@ -52,6 +53,7 @@ std::string_view to_string(bring_up_step s) noexcept {
 std::string_view to_string(teardown_step s) noexcept {
     switch (s) {
     case teardown_step::delete_gid: return "DELETE_GID";
+    case teardown_step::nq: return "RING_FREE (NQ)";
     case teardown_step::deinitialize_fw: return "DEINITIALIZE_FW";
     case teardown_step::creq: return "RING_FREE";
     case teardown_step::l2_filter: return "CFA_L2_FILTER_FREE";
@@ -80,9 +82,13 @@ device::~device() {
 }
 
 result<std::unique_ptr<device>> device::bring_up(driver::function& fn, const device_options& options) {
-    if (options.creq_entries < 256 || (options.creq_entries & (options.creq_entries - 1)) != 0) {
+    const auto pow2_from_256 = [](std::uint32_t n) { return n >= 256 && (n & (n - 1)) == 0; };
+    if (!pow2_from_256(options.creq_entries) || !pow2_from_256(options.nq_entries) || options.nq_entries > 65536 ||
+        options.nq_msix == options.creq_msix) {
         throw std::invalid_argument("bnxt device: creq_entries " + std::to_string(options.creq_entries) +
-                                    " is not a power of two of at least 256");
+                                    " or nq_entries " + std::to_string(options.nq_entries) +
+                                    " is not a power of two of at least 256 (the NQ at most 65536), or the NQ's "
+                                    "MSI-X vector is the CREQ's");
     }
     std::unique_ptr<device> d(new device(fn, options));
     if (auto r = d->run_steps(); !r) {
@@ -121,7 +127,7 @@ result<void> device::run_steps() {
     const auto& t = _options.timeouts;
     const ms limits[] = {t.ready, t.func_reset, t.func_qcaps, t.drv_rgtr, t.backing_store, t.resource_qcaps,
                          t.func_qcfg, t.func_cfg, t.stat_ctx, t.vnic, t.l2_filter, t.creq,
-                         t.rcfw, t.query_func, t.initialize_fw, t.add_gid};
+                         t.rcfw, t.query_func, t.initialize_fw, t.nq, t.add_gid};
     for (auto s = bring_up_step::ver_get; s != bring_up_step::ready;
          s = static_cast<bring_up_step>(static_cast<int>(s) + 1)) {
         _reached = s;
@@ -136,6 +142,14 @@ result<void> device::run_steps() {
         }
     }
     _reached = bring_up_step::ready;
+    if (auto r = start_events(); !r) {
+        error e = with_prefix(std::move(r.error()), "bring-up step READY: ");
+        if (auto u = undo(); !u) {
+            log().warn("bnxt on {}: undoing the bring-up: {}", _fn.name(), u.error().message);
+        }
+        _torn_down = true;
+        return std::unexpected(std::move(e));
+    }
     log().info("bnxt on {}: up, HWRM {} firmware {}", _fn.name(), _versions.text(_versions.hwrm_interface),
                _versions.text(_versions.hwrm_firmware));
     return {};
@@ -169,6 +183,7 @@ result<void> device::step(bring_up_step s, clock::time_point by) {
     case bring_up_step::rcfw:
     case bring_up_step::query_func:
     case bring_up_step::initialize_fw:
+    case bring_up_step::nq:
     case bring_up_step::add_gid: return _options.roce_channel ? roce_step(s, by) : result<void>{};
     case bring_up_step::ready: return {};
     }
@@ -273,6 +288,10 @@ result<void> device::func_qcfg(clock::time_point by) {
     // whatever legacy_l2_db_size_kb says; the area is l2_doorbell_bar_size_kb, page aligned.
     _db_offset = _vf ? abi::DB_VF_OFFSET_P5 : abi::DB_PF_OFFSET_P5;
     _db_size = (std::uint64_t{q->l2_doorbell_bar_size_kb} * 1024 + page - 1) / page * page;
+    if (auto bar2 = _fn.get_region_info(driver::region::bar2);
+        bar2 && bar2->size != 0 && (_db_size == 0 || _db_size > bar2->size || _db_size <= _db_offset)) {
+        _db_size = bar2->size;   // bnxt_hwrm_func_qcfg: then the L2 driver maps the whole BAR
+    }
     _mtu = q->admin_mtu != 0 ? q->admin_mtu : q->max_mtu_configured;
     return {};
 }
@@ -366,47 +385,66 @@ result<void> device::l2_filter(clock::time_point by) {
 }
 
 result<void> device::creq(clock::time_point by) {
-    // The CREQ (bnxt_re_dev_init, bnxt_re_net_ring_alloc): creq_entries 16-byte entries; more
-    // than a page goes by a PBL of one level, its PTEs the pages' addresses | PTU_PTE_VALID.
-    const std::size_t ring_pages = (std::size_t{_options.creq_entries} * 16 + page - 1) / page;
+    auto id = alloc_ring(_options.creq_entries, _options.creq_msix, _creq, _creq_iova, "CREQ", by);
+    if (!id) {
+        return std::unexpected(std::move(id.error()));
+    }
+    _creq_id = *id;
+    return {};
+}
+
+// The RoCE NQ (bnxt_re_alloc_res -> bnxt_re_net_ring_alloc for each NQ, after INITIALIZE_FW).
+result<void> device::nq(clock::time_point by) {
+    auto id = alloc_ring(_options.nq_entries, _options.nq_msix, _nq, _nq_iova, "NQ", by);
+    if (!id) {
+        return std::unexpected(std::move(id.error()));
+    }
+    _nq_id = *id;
+    return {};
+}
+
+// An NQ-type ring (the CREQ, a RoCE NQ: bnxt_re_net_ring_alloc): `entries` 16-byte entries,
+// more than a page by a PBL of one level, its PTEs the pages' addresses | PTU_PTE_VALID; MSI-X
+// vector `msix` (logical_id). Unanswered: its pages are stranded (the ring may exist).
+result<std::uint16_t> device::alloc_ring(std::uint32_t entries, std::uint16_t msix, driver::dma_memory& memory,
+                                         std::uint64_t& iova, const char* what, clock::time_point by) {
+    const std::size_t ring_pages = (std::size_t{entries} * 16 + page - 1) / page;
     const std::size_t pbl = ring_pages > 1 ? 1 : 0;
     if (ring_pages > page / 8) {
-        return std::unexpected(plain_error(error_kind::bad_input, "a CREQ of " + std::to_string(_options.creq_entries) +
+        return std::unexpected(plain_error(error_kind::bad_input, std::string("a ") + what + " of " +
+                                                                      std::to_string(entries) +
                                                                       " entries needs more than one PBL page"));
     }
-    auto mem = mapped((ring_pages + pbl) * page, _creq_iova, "CREQ ring");
+    auto mem = mapped((ring_pages + pbl) * page, iova, (std::string(what) + " ring").c_str());
     if (!mem) {
         return std::unexpected(std::move(mem.error()));
     }
-    _creq = std::move(*mem);
+    memory = std::move(*mem);
     abi::hwrm_ring_alloc_input in;
     in.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
     in.int_mode = abi::RING_ALLOC_REQ_INT_MODE_MSIX;
-    in.length = _options.creq_entries;
-    in.logical_id = _options.creq_msix;
+    in.length = entries;
+    in.logical_id = msix;
     if (pbl != 0) {
-        std::byte* ptes = _creq.data() + ring_pages * page;
+        std::byte* ptes = memory.data() + ring_pages * page;
         for (std::size_t p = 0; p < ring_pages; ++p) {
-            ::rig::abi::store_le<std::uint64_t>(ptes + 8 * p, (_creq_iova + p * page) | abi::PTU_PTE_VALID);
+            ::rig::abi::store_le<std::uint64_t>(ptes + 8 * p, (iova + p * page) | abi::PTU_PTE_VALID);
         }
-        in.page_tbl_addr = _creq_iova + ring_pages * page;
+        in.page_tbl_addr = iova + ring_pages * page;
         in.page_size = 12;  // BNXT_PAGE_SHIFT
         in.page_tbl_depth = 1;
     } else {
-        in.page_tbl_addr = _creq_iova;
+        in.page_tbl_addr = iova;
     }
     auto r = _hwrm->send<abi::hwrm_ring_alloc_output>(in, by);
     if (!r) {
         if (r.error().kind != error_kind::status) {  // unanswered: the ring may exist
-            {
-            const std::size_t bytes = _creq.size();
-            _stranded->keep("CREQ ring pages (RING_ALLOC unanswered)", _creq_iova, bytes, std::move(_creq));
-        }
+            const std::size_t bytes = memory.size();
+            _stranded->keep(std::string(what) + " ring pages (RING_ALLOC unanswered)", iova, bytes, std::move(memory));
         }
         return std::unexpected(std::move(r.error()));
     }
-    _creq_id = r->ring_id;
-    return {};
+    return r->ring_id;
 }
 
 // The GID Linux puts first in a RoCE port's table: fe80::/64 with the modified EUI-64 of the
@@ -421,13 +459,18 @@ result<void> device::roce_step(bring_up_step s, clock::time_point by) {
     case bring_up_step::rcfw: {
         int eventfd = -1;
         if (_options.rcfw_events) {
-            // MSI-X up to the CREQ's vector; its eventfd wakes the channel's waiters
-            auto fds = _fn.enable_irqs(driver::irq_kind::msix, std::uint32_t{_options.creq_msix} + 1);
-            if (!fds) {
-                return std::unexpected(plain_error(error_kind::transport, "MSI-X for the CREQ: " + fds.error().message));
+            // MSI-X up to the CREQ's and the NQ's vectors; the CREQ's eventfd wakes the channel's
+            // waiters until the event thread takes it over (READY)
+            const std::uint32_t vectors = std::uint32_t{std::max(_options.creq_msix, _options.nq_msix)} + 1;
+            auto fds = _fn.enable_irqs(driver::irq_kind::msix, vectors);
+            if (!fds || fds->size() < vectors) {
+                return std::unexpected(plain_error(error_kind::transport, "MSI-X for the CREQ and the NQ: " +
+                                                                              (fds ? std::string("too few vectors")
+                                                                                   : fds.error().message)));
             }
             _irqs_enabled = true;
-            eventfd = fds->at(_options.creq_msix);
+            _irq_fds = *fds;
+            eventfd = _irq_fds.at(_options.creq_msix);
         }
         auto ch = rcfw_channel::create(_fn, *_stranded,
                                        {*_creq_id, _creq.data(), _options.creq_entries, _db_offset, eventfd},
@@ -439,6 +482,7 @@ result<void> device::roce_step(bring_up_step s, clock::time_point by) {
         if (_options.trace) {
             _rcfw->trace(_options.trace);
         }
+        _rcfw->on_async([this](std::span<const std::byte, 16> e) { on_creq_async(e); });
         return {};
     }
     case bring_up_step::query_func: {
@@ -463,6 +507,7 @@ result<void> device::roce_step(bring_up_step s, clock::time_point by) {
         _roce.max_sge = sb->max_sge;
         _roce.dev_cap_flags = sb->dev_cap_flags;
         _roce.max_mr_size = sb->max_mr_size;
+        _roce.max_dpi = sb->max_dpi;
         return {};
     }
     case bring_up_step::initialize_fw: {
@@ -481,6 +526,7 @@ result<void> device::roce_step(bring_up_step s, clock::time_point by) {
         _fw_initialized = true;
         return {};
     }
+    case bring_up_step::nq: return nq(by);
     case bring_up_step::add_gid: {
         // bnxt_qplib_add_sgid: the GID's 16 bytes reversed, the MAC's pairs swapped, no VLAN.
         _gid = link_local_gid(_mac);
@@ -496,6 +542,39 @@ result<void> device::roce_step(bring_up_step s, clock::time_point by) {
     }
     default: return {};
     }
+}
+
+// READY with rcfw_events: the event thread over the NQ and the CREQ's vectors.
+result<void> device::start_events() {
+    if (!_options.rcfw_events || !_options.roce_channel) {
+        return {};
+    }
+    const nq_ring ring{*_nq_id, _nq.data(), _options.nq_entries, _db_offset, _irq_fds.at(_options.nq_msix)};
+    auto ev = bnxt::events::start(_fn, *_hwrm, *_rcfw, ring, _irq_fds.at(_options.creq_msix), _options.events,
+                                  _options.health_interval);
+    if (!ev) {
+        return std::unexpected(std::move(ev.error()));
+    }
+    _events = std::move(*ev);
+    return {};
+}
+
+// An asynchronous CREQ entry (the channel locked): a QP's failure to events.qp_error
+// (bnxt_qplib_process_qp_event: QP_ERROR_NOTIFICATION marks the QP in error); others logged.
+void device::on_creq_async(std::span<const std::byte, 16> entry) {
+    auto e = abi::decode_creq(entry);
+    if (e) {
+        if (const auto* n = std::get_if<abi::creq_qp_error_notification>(&*e)) {
+            log().debug("bnxt on {}: QP {:#x} error: requester reason {:#x}, responder reason {:#x}", _fn.name(),
+                        n->xid, n->req_err_state_reason, n->res_err_state_reason);
+            if (_options.events.qp_error) {
+                _options.events.qp_error(n->xid, n->req_err_state_reason, n->res_err_state_reason);
+            }
+            return;
+        }
+    }
+    log().info("bnxt on {}: CREQ entry type {:#x} event {:#x} (not a completion) ignored", _fn.name(),
+               std::to_integer<unsigned>(entry[0]) & 0x3f, std::to_integer<unsigned>(entry[9]));
 }
 
 result<void> device::teardown() {
@@ -515,36 +594,15 @@ result<void> device::teardown() {
 
 result<void> device::undo() {
     std::optional<error> first;
-    if (_rcfw) {
-        // bnxt_re: its GIDs deleted (ib_core's GID table cleanup calls bnxt_re_del_gid), then
-        // DEINITIALIZE_FW, then the channel goes (bnxt_qplib_disable_rcfw_channel).
-        if (_gid_index && !_rcfw->failure()) {
-            abi::cmdq_delete_gid del;
-            del.gid_index = static_cast<std::uint16_t>(*_gid_index);
-            auto r = _rcfw->send<abi::creq_delete_gid_resp>(del, 0, clock::now() + _options.timeouts.teardown_step);
-            if (!r) {
-                first = with_prefix(std::move(r.error()), "teardown step DELETE_GID: ");
-            }
-        }
-        bool deinitialized = !_fw_initialized;
-        if (_fw_initialized && !_rcfw->failure()) {
-            auto r = _rcfw->send<abi::creq_deinitialize_fw_resp>(abi::cmdq_deinitialize_fw{}, 0,
-                                                                 clock::now() + _options.timeouts.teardown_step);
-            deinitialized = r.has_value();
-            if (!r) {
-                first = with_prefix(std::move(r.error()), "teardown step DEINITIALIZE_FW: ");
-            }
-        }
-        if (!deinitialized) {
-            _rcfw->strand("the RoCE firmware was not deinitialized");
-        }
-        _rcfw.reset();
-        _fw_initialized = false;
-        _gid_index.reset();
+    if (_events) {
+        _events->stop();   // no handler runs after this: the RoCE objects may go
+        _events.reset();
     }
-    if (_irqs_enabled) {   // event mode's vectors, after the channel that waited on them
+    undo_roce(first);
+    if (_irqs_enabled) {   // event mode's vectors, after the channel and the thread that waited on them
         static_cast<void>(_fn.disable_irqs(driver::irq_kind::msix));
         _irqs_enabled = false;
+        _irq_fds.clear();
     }
     const auto send = [&](teardown_step s, auto in, bool& done) {
         if (dead()) {
@@ -561,13 +619,7 @@ result<void> device::undo() {
             first = std::move(e);
         }
     };
-    bool creq_freed = !_creq_id.has_value();
-    if (_creq_id) {
-        abi::hwrm_ring_free_input in;
-        in.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
-        in.ring_id = *_creq_id;
-        send(teardown_step::creq, in, creq_freed);
-    }
+    free_ring(teardown_step::creq, _creq_id, _creq, _creq_iova, "CREQ", first);
     bool filter_freed = true;
     if (_l2_filter) {
         filter_freed = false;
@@ -600,17 +652,6 @@ result<void> device::undo() {
     }
     // Memory the firmware may still write (it never let go, or stopped answering) is stranded.
     const std::string why = dead() ? "the firmware stopped answering" : "the firmware did not release it";
-    if (_creq) {
-        if (!creq_freed) {
-            {
-            const std::size_t bytes = _creq.size();
-            _stranded->keep("CREQ ring " + std::to_string(*_creq_id) + " pages", _creq_iova, bytes, std::move(_creq));
-        }
-        } else {
-            static_cast<void>(_fn.dma_unmap(_creq_iova, _creq.size()));
-            _creq = {};
-        }
-    }
     if (_stats) {
         if (!stat_freed) {
             {
@@ -628,7 +669,6 @@ result<void> device::undo() {
         }
         _ctx.reset();
     }
-    _creq_id.reset();
     _l2_filter.reset();
     _vnic.reset();
     _stat_ctx.reset();
@@ -641,6 +681,70 @@ result<void> device::undo() {
         return std::unexpected(std::move(*first));
     }
     return {};
+}
+
+// bnxt_re's side, in bnxt_re_dev_uninit's order: its GIDs deleted (ib_core's GID table cleanup
+// calls bnxt_re_del_gid), the NQ freed (bnxt_re_free_res), DEINITIALIZE_FW, then the channel
+// goes (bnxt_qplib_disable_rcfw_channel).
+void device::undo_roce(std::optional<error>& first) {
+    const auto keep = [&](error e, teardown_step s) {
+        if (!first) {
+            first = with_prefix(std::move(e), "teardown step " + std::string(to_string(s)) + ": ");
+        }
+    };
+    if (_rcfw && _gid_index && !_rcfw->failure()) {
+        abi::cmdq_delete_gid del;
+        del.gid_index = static_cast<std::uint16_t>(*_gid_index);
+        if (auto r = _rcfw->send<abi::creq_delete_gid_resp>(del, 0, clock::now() + _options.timeouts.teardown_step); !r) {
+            keep(std::move(r.error()), teardown_step::delete_gid);
+        }
+    }
+    _gid_index.reset();
+    free_ring(teardown_step::nq, _nq_id, _nq, _nq_iova, "NQ", first);
+    if (!_rcfw) {
+        return;
+    }
+    bool deinitialized = !_fw_initialized;
+    if (_fw_initialized && !_rcfw->failure()) {
+        auto r = _rcfw->send<abi::creq_deinitialize_fw_resp>(abi::cmdq_deinitialize_fw{}, 0,
+                                                             clock::now() + _options.timeouts.teardown_step);
+        deinitialized = r.has_value();
+        if (!r) {
+            keep(std::move(r.error()), teardown_step::deinitialize_fw);
+        }
+    }
+    if (!deinitialized) {
+        _rcfw->strand("the RoCE firmware was not deinitialized");
+    }
+    _rcfw.reset();
+    _fw_initialized = false;
+}
+
+// RING_FREE of an NQ-type ring (when the firmware answers), then its pages: unmapped once freed
+// (or never allocated), stranded when the firmware may still write them.
+void device::free_ring(teardown_step s, std::optional<std::uint16_t>& id, driver::dma_memory& memory,
+                       std::uint64_t iova, const std::string& what, std::optional<error>& first) {
+    bool freed = !id.has_value();
+    if (id && !dead()) {
+        abi::hwrm_ring_free_input in;
+        in.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
+        in.ring_id = *id;
+        auto r = _hwrm->send<abi::hwrm_func_reset_output>(in, clock::now() + _options.timeouts.teardown_step);
+        freed = r.has_value();
+        if (!r && !first) {
+            first = with_prefix(std::move(r.error()), "teardown step " + std::string(to_string(s)) + ": ");
+        }
+    }
+    if (memory) {
+        if (!freed) {
+            const std::size_t bytes = memory.size();
+            _stranded->keep(what + " ring " + std::to_string(*id) + " pages", iova, bytes, std::move(memory));
+        } else {
+            static_cast<void>(_fn.dma_unmap(iova, memory.size()));
+            memory = {};
+        }
+    }
+    id.reset();
 }
 
 }  // namespace rig::firmware::bnxt

@@ -30,11 +30,14 @@
 //   QUERY_FUNC           QUERY_FUNC: the RoCE limits (side buffer)
 //   INITIALIZE_FW        INITIALIZE_FW, P5 form: no context tables, the RoCE stat context,
 //                        HW_REQUESTER_RETX_SUPPORTED when QUERY_FUNC says the requester retransmits
+//   NQ                   RING_ALLOC of the RoCE NQ the CQs notify (bnxt_re_alloc_res, after
+//                        INITIALIZE_FW): type NQ, MSI-X vector nq_msix, its pages by a PBL
 //   ADD_GID              ADD_GID of the MAC's IPv6 link-local GID (its firmware index kept)
-//   READY
+//   READY                with rcfw_events: the event thread (events.hpp) started
 // A failed bring-up undoes what it did, in teardown order, before it returns the error.
 //
-// Teardown (the reverse): DELETE_GID of the GID bring-up added, DEINITIALIZE_FW and the CMDQ
+// Teardown (the reverse): the event thread stopped, DELETE_GID of the GID bring-up added,
+// RING_FREE of the NQ (bnxt_re_free_res before bnxt_qplib_deinit_rcfw), DEINITIALIZE_FW and the CMDQ
 // (with the RoCE channel; bnxt_re deletes its GIDs when ib_core cleans the GID table at
 // unregistration, bnxt_re_del_gid, before bnxt_re_dev_uninit deinitializes the firmware),
 // RING_FREE (CREQ), CFA_L2_FILTER_FREE, VNIC_FREE, STAT_CTX_FREE, FUNC_DRV_UNRGTR, FUNC_RESET,
@@ -43,7 +46,13 @@
 // every object and the context memory (the model's judgement too), so only after it is the
 // memory unmapped. On firmware that stopped answering (a timeout, a failed BAR write) teardown
 // sends nothing, completes locally and strands what the firmware may still name: context
-// memory, the CREQ's pages, the statistics buffer, the HWRM buffers; stranded() lists them.
+// memory, the CREQ's and the NQ's pages, the statistics buffer, the HWRM buffers; stranded()
+// lists them.
+//
+// Events: a CREQ QP_ERROR_NOTIFICATION goes to options.events.qp_error in either mode (in
+// polling mode when a command polls the CREQ). With rcfw_events, an event thread takes the NQ's
+// CQ notifications (options.events.completion) and the CREQ's interrupts, and watches health
+// (options.events.fatal); it runs from READY until teardown (events.hpp).
 //
 // Threads: bring_up and teardown from one thread; the accessors from any thread.
 #include <array>
@@ -51,6 +60,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +70,7 @@
 #include "firmware/bnxt/command_trace.hpp"
 #include "firmware/bnxt/context_memory.hpp"
 #include "firmware/bnxt/error.hpp"
+#include "firmware/bnxt/events.hpp"
 #include "firmware/bnxt/hwrm.hpp"
 #include "firmware/bnxt/rcfw.hpp"
 #include "firmware/stranded.hpp"
@@ -82,12 +93,13 @@ enum class bring_up_step : std::uint8_t {
     rcfw,
     query_func,
     initialize_fw,
+    nq,
     add_gid,
     ready,
 };
 std::string_view to_string(bring_up_step s) noexcept;  // "BACKING_STORE"
 
-enum class teardown_step : std::uint8_t { delete_gid, deinitialize_fw, creq, l2_filter, vnic, stat_ctx, drv_unrgtr, func_reset, done };
+enum class teardown_step : std::uint8_t { delete_gid, nq, deinitialize_fw, creq, l2_filter, vnic, stat_ctx, drv_unrgtr, func_reset, done };
 std::string_view to_string(teardown_step s) noexcept;  // "RING_FREE"
 
 struct device_timeouts {
@@ -106,6 +118,7 @@ struct device_timeouts {
     ms rcfw{5000};
     ms query_func{20000};
     ms initialize_fw{20000};
+    ms nq{5000};
     ms add_gid{20000};
     ms teardown_step{5000};  // each teardown request
 };
@@ -121,6 +134,10 @@ struct device_options {
     // The RoCE channel in event mode: MSI-X enabled at step RCFW, the CREQ armed, its vector
     // (creq_msix) waking the waiters (rcfw.hpp); disabled again at teardown. Off: polling.
     bool rcfw_events = false;
+    std::uint32_t nq_entries = 4096;     // the RoCE NQ's 16-byte entries, a power of two, 256..65536
+    std::uint16_t nq_msix = 1;           // the NQ's MSI-X vector (FUNC_CFG reserves 2: CREQ and NQ)
+    event_handlers events;               // what the event thread (and the CREQ) report
+    std::chrono::milliseconds health_interval{1000};   // the event thread's health look
 };
 
 // What QUERY_FUNC says of the RoCE side (creq_query_func_resp_sb), with bnxt_qplib_get_dev_attr's
@@ -136,6 +153,7 @@ struct roce_caps {
     std::uint8_t max_sge = 0;
     std::uint16_t dev_cap_flags = 0;
     std::uint64_t max_mr_size = 0;
+    std::uint32_t max_dpi = 0;     // doorbell pages: CREATE_QP / CREATE_CQ dpi below it
 };
 
 struct firmware_versions {
@@ -165,6 +183,9 @@ public:
     std::uint16_t fid() const noexcept { return _fid; }
     std::uint16_t port_mtu() const noexcept { return _mtu; }
     std::uint64_t doorbell_offset() const noexcept { return _db_offset; }  // in BAR2
+    // The L2 doorbell area's end in BAR2 (FUNC_QCFG l2_doorbell_bar_size_kb, page aligned; the
+    // whole BAR2 when that is 0, past BAR2 or not above doorbell_offset: bnxt_hwrm_func_qcfg's
+    // db_size). A user DPI's page lies beyond it (docs/bnxt-data-path.md).
     std::uint64_t doorbell_size() const noexcept { return _db_size; }
     std::uint32_t stat_ctx_id() const noexcept { return _stat_ctx.value_or(0xffffffff); }
     std::uint32_t vnic_id() const noexcept { return _vnic.value_or(0xffff); }
@@ -172,6 +193,13 @@ public:
     std::uint64_t creq_iova() const noexcept { return _creq_iova; }
     std::uint32_t creq_entries() const noexcept { return _options.creq_entries; }
     std::byte* creq_memory() const noexcept { return _creq.data(); }
+    // The RoCE NQ (step NQ): CREATE_CQ cnq_id.
+    std::uint16_t nq_ring_id() const noexcept { return _nq_id.value_or(0xffff); }
+    std::uint64_t nq_iova() const noexcept { return _nq_iova; }
+    std::uint32_t nq_entries() const noexcept { return _options.nq_entries; }
+    std::byte* nq_memory() const noexcept { return _nq.data(); }
+    // The event thread (rcfw_events, from READY until teardown); null without it.
+    const bnxt::events* event_thread() const noexcept { return _events.get(); }
     const context_memory* contexts() const noexcept { return _ctx.get(); }
     bool resource_manager() const noexcept { return _new_resource_manager; }
     const roce_caps& roce() const noexcept { return _roce; }
@@ -204,8 +232,16 @@ private:
     result<void> vnic(clock::time_point by);
     result<void> l2_filter(clock::time_point by);
     result<void> creq(clock::time_point by);
+    result<void> nq(clock::time_point by);
+    result<std::uint16_t> alloc_ring(std::uint32_t entries, std::uint16_t msix, driver::dma_memory& memory,
+                                     std::uint64_t& iova, const char* what, clock::time_point by);
     result<void> roce_step(bring_up_step s, clock::time_point by);
+    result<void> start_events();
+    void on_creq_async(std::span<const std::byte, 16> entry);
     result<void> undo();
+    void undo_roce(std::optional<error>& first);
+    void free_ring(teardown_step s, std::optional<std::uint16_t>& id, driver::dma_memory& memory, std::uint64_t iova,
+                   const std::string& what, std::optional<error>& first);
     bool dead() const;
     result<driver::dma_memory> mapped(std::size_t bytes, std::uint64_t& iova, const char* what);
 
@@ -234,7 +270,12 @@ private:
     driver::dma_memory _creq;      // ring pages, then the PBL page
     std::uint64_t _creq_iova = 0;  // of the ring's first page
     std::optional<std::uint16_t> _creq_id;
+    driver::dma_memory _nq;        // ring pages, then the PBL page
+    std::uint64_t _nq_iova = 0;
+    std::optional<std::uint16_t> _nq_id;
     std::unique_ptr<rcfw_channel> _rcfw;
+    std::unique_ptr<bnxt::events> _events;
+    std::vector<int> _irq_fds;     // rcfw_events: the MSI-X eventfds by vector
     bool _fw_initialized = false;
     bool _irqs_enabled = false;   // rcfw_events: MSI-X enabled by step RCFW
     roce_caps _roce;

@@ -121,13 +121,16 @@ result<cq> cq::create(rcfw_channel& ch, driver::function& fn, stranded_memory& s
     }
     cq c;
     c._params = params;
+    if (c._params.handle == 0) {
+        c._params.handle = next_handle();
+    }
     auto queue = detail::paged(fn, std::size_t{32} * params.entries, "CQ buffer");
     if (!queue) {
         return std::unexpected(std::move(queue.error()));
     }
     c._queue = std::move(*queue);
     abi::cmdq_create_cq in;
-    in.cq_handle = next_handle();
+    in.cq_handle = c._params.handle;
     in.lvl = c._queue.level;
     in.pg_size = 0;   // 4 KiB (CMDQ_CREATE_CQ_PG_SIZE_PG_4K)
     in.cnq_id = params.nq_ring;

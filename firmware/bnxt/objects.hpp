@@ -65,6 +65,7 @@ struct cq_params {
     std::uint32_t entries = 256;   // 32-byte CQEs (cq_base), at most QUERY_FUNC max_cqe
     std::uint16_t nq_ring = 0;     // the NQ ring (HWRM RING_ALLOC) its notifications go to
     std::uint32_t dpi = 0;         // the doorbell page its doorbells use
+    std::uint64_t handle = 0;      // cq_handle, echoed in its NQ notifications (0: one unique in the process)
 };
 
 class cq {
@@ -75,6 +76,7 @@ public:
 
     cq() = default;
     std::uint32_t id() const noexcept { return _id; }
+    std::uint64_t handle() const noexcept { return _params.handle; }   // the one CREATE_CQ gave
     const cq_params& params() const noexcept { return _params; }
     std::span<std::byte> entries() const noexcept { return {_queue.memory.data(), std::size_t{32} * _params.entries}; }
     std::uint64_t iova() const noexcept { return _queue.memory.iova(); }
@@ -128,6 +130,7 @@ struct qp_params {
     std::uint32_t rq_entries = 64;
     std::uint8_t sq_sge = 1;         // 1..6
     std::uint8_t rq_sge = 1;         // 1..6: a receive WQE is 32 + 16 x rq_sge bytes
+    std::uint64_t handle = 0;        // qp_handle, in every CQE of the QP (0: its SQ's address)
 };
 
 struct qp_access {
@@ -193,6 +196,7 @@ public:
 
     qp() = default;
     std::uint32_t id() const noexcept { return _id; }
+    std::uint64_t handle() const noexcept { return _params.handle; }   // the one CREATE_QP gave
     const qp_params& params() const noexcept { return _params; }
     std::span<std::byte> send_queue() const noexcept { return {_sq.memory.data(), std::size_t{128} * _params.sq_entries}; }
     std::span<std::byte> psn_search() const noexcept {

@@ -65,7 +65,10 @@ result<qp> qp::create(rcfw_channel& ch, driver::function& fn, stranded_memory& s
     q._rq = std::move(*rq);
     q._rd_queues = std::move(*rd);
     abi::cmdq_create_qp in;
-    in.qp_handle = reinterpret_cast<std::uintptr_t>(q._sq.memory.data());
+    if (q._params.handle == 0) {
+        q._params.handle = reinterpret_cast<std::uintptr_t>(q._sq.memory.data());
+    }
+    in.qp_handle = q._params.handle;
     in.type = abi::CMDQ_CREATE_QP_TYPE_RC;
     in.sq_lvl = q._sq.level;
     in.rq_lvl = q._rq.level;

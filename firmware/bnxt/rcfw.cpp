@@ -124,6 +124,38 @@ void rcfw_channel::trace(command_sink sink) {
     _trace = std::move(sink);
 }
 
+void rcfw_channel::fail(error why) {
+    std::lock_guard g(_lock);
+    if (_failure) {
+        return;
+    }
+    why.kind = error_kind::fatal;
+    why.channel = "rcfw";
+    _failure = std::move(why);
+    strand(_failure->message);
+    _room.notify_all();
+}
+
+void rcfw_channel::on_async(creq_async_handler handler) {
+    std::lock_guard g(_lock);
+    _async = std::move(handler);
+}
+
+void rcfw_channel::serve() {
+    std::lock_guard g(_lock);
+    _served = true;
+}
+
+void rcfw_channel::service(bool interrupt) {
+    if (interrupt) {
+        _interrupts.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::lock_guard g(_lock);
+    if (!_failure) {
+        poll_creq();
+    }
+}
+
 void rcfw_channel::strand(const std::string& why) {
     if (!_stranded_cmdq && _cmdq) {
         _stranded_cmdq = true;
@@ -151,7 +183,13 @@ void rcfw_channel::poll_creq() {
         const std::uint8_t event = std::to_integer<std::uint8_t>(entry[9]);
         if (type != abi::CREQ_BASE_TYPE_QP_EVENT || event == abi::CREQ_QP_EVENT_EVENT_QP_ERROR_NOTIFICATION ||
             event == abi::CREQ_QP_EVENT_EVENT_CQ_ERROR_NOTIFICATION) {
-            log().info("bnxt RCFW on {}: CREQ event type {:#x} event {:#x} (not a completion)", _fn.name(), type, event);
+            // bnxt_qplib_process_qp_event / bnxt_qplib_process_func_event: not a completion
+            if (_async) {
+                _async(std::span<const std::byte, 16>(entry));
+            } else {
+                log().info("bnxt RCFW on {}: CREQ event type {:#x} event {:#x} (not a completion)", _fn.name(), type,
+                           event);
+            }
             continue;
         }
         const auto cookie = ::rig::abi::load_le<std::uint16_t>(entry.data() + 2);
@@ -299,6 +337,10 @@ result<rcfw_reply> rcfw_channel::exec(std::span<const std::byte> cmd, std::size_
         if (clock::now() >= deadline) {
             return give_up(plain_error(error_kind::timeout, what + ": no completion within " +
                                                                 std::to_string(budget.count()) + " ms"));
+        }
+        if (_served) {
+            _room.wait_for(g, std::chrono::milliseconds(1));   // service() notifies
+            continue;
         }
         g.unlock();
         if (event_mode()) {

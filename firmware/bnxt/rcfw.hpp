@@ -24,6 +24,12 @@
 // entries; a waiter sleeps on the vector's eventfd (in slices of 1 ms, so that several waiters
 // share one interrupt) and polls the CREQ when it fires.
 //
+// Asynchronous CREQ entries (QP_ERROR_NOTIFICATION, CQ_ERROR_NOTIFICATION, FUNC_EVENT: not
+// completions) go to the async handler (on_async) from whichever thread polls the CREQ, with the
+// channel locked (bnxt_qplib_service_creq -> bnxt_qplib_process_qp_event / func_event). With a
+// service thread (serve(): the device's event thread takes the CREQ's interrupts and calls
+// service()), waiters sleep on the channel's condition variable instead of the eventfd.
+//
 // A command that misses its deadline (20 s by default: RCFW_CMD_WAIT_TIME_MS) stops the
 // channel (upstream's FIRMWARE_TIMED_OUT): the CMDQ and the side buffers are stranded, every
 // later command is refused without touching the device.
@@ -33,6 +39,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +74,10 @@ struct rcfw_creq {
     // -1: polling mode, the CREQ acknowledged without arming.
     int eventfd = -1;
 };
+
+// An asynchronous CREQ entry (16 bytes: abi::decode_creq), called with the channel locked: it
+// must not send commands.
+using creq_async_handler = std::function<void(std::span<const std::byte, 16> entry)>;
 
 struct rcfw_reply {
     std::array<std::byte, 16> entry{};  // the CREQ QP_EVENT (decode the command's creq_*_resp)
@@ -105,7 +116,17 @@ public:
     }
 
     std::optional<error> failure() const;
+    // The owner declared the firmware gone (the function died): waiting commands return `why`
+    // (kind fatal), nothing more is sent; the CMDQ is stranded.
+    void fail(error why);
     void trace(command_sink sink);
+    // The handler of asynchronous CREQ entries (empty: logged and dropped).
+    void on_async(creq_async_handler handler);
+    // Event mode: from now on another thread takes the CREQ's interrupts and calls service().
+    void serve();
+    // Polls the CREQ once (completions to their waiters, asynchronous entries to the handler);
+    // `interrupt`: the serving thread took a firing of the CREQ's vector (counted in interrupts()).
+    void service(bool interrupt);
     std::uint64_t cmdq_iova() const noexcept { return _cmdq_iova; }
     // The RoCE firmware may still read the CMDQ (it was never told to stop): hand it to the
     // stranded registry instead of unmapping it at destruction.
@@ -148,6 +169,8 @@ private:
     std::map<std::uint16_t, pending> _pending;
     std::optional<error> _failure;
     command_sink _trace;
+    creq_async_handler _async;
+    bool _served = false;           // serve(): waiters sleep on _room, not on the eventfd
 };
 
 }  // namespace rig::firmware::bnxt

@@ -131,7 +131,7 @@ public:
     driver::result<driver::region_info> get_region_info(driver::region index) override {
         driver::region_info r;
         r.index = index;
-        r.size = bar0.size();
+        r.size = index == driver::region::bar2 ? std::uint64_t{4} << 20 : bar0.size();   // BAR2: the model's 4 MiB
         return r;
     }
     driver::result<void> region_read(driver::region, std::uint64_t offset, std::span<std::byte> out) override {

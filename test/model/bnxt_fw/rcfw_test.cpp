@@ -164,12 +164,14 @@ TEST_CASE("bnxt device with the RoCE channel: QUERY_FUNC, INITIALIZE_FW, ADD_GID
     o.trace = [&](const fw::command_record& r) { trace.push_back(r); };
     auto d = fw::device::bring_up(f, o);
     REQUIRE(d.has_value());
-    REQUIRE(trace.size() == 17);
+    REQUIRE(trace.size() == 18);
     CHECK(trace[13].name == "RING_ALLOC");
     CHECK(trace[14].channel == "rcfw");
     CHECK(trace[14].name == "QUERY_FUNC");
     CHECK(trace[15].name == "INITIALIZE_FW");
-    CHECK(trace[16].name == "ADD_GID");
+    CHECK(trace[16].name == "RING_ALLOC");   // the RoCE NQ, after INITIALIZE_FW (bnxt_re_alloc_res)
+    CHECK(trace[16].channel == "hwrm");
+    CHECK(trace[17].name == "ADD_GID");
     auto& dev = **d;
     // QUERY_FUNC's limits with bnxt_qplib_get_dev_attr's adjustments (the stand-in fills 0xab)
     CHECK(dev.roce().max_qp == 0xabababab + 1u);
@@ -189,7 +191,7 @@ TEST_CASE("bnxt device with the RoCE channel: QUERY_FUNC, INITIALIZE_FW, ADD_GID
     const std::array<std::uint8_t, 16> gid = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, static_cast<std::uint8_t>(mac[0] ^ 2),
                                               mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
     CHECK(dev.gid() == gid);
-    const auto& add = trace[16].in;
+    const auto& add = trace[17].in;
     for (std::size_t i = 0; i < 16; ++i) {
         CHECK(std::to_integer<std::uint8_t>(add[16 + i]) == gid[15 - i]);
     }
@@ -198,13 +200,17 @@ TEST_CASE("bnxt device with the RoCE channel: QUERY_FUNC, INITIALIZE_FW, ADD_GID
     CHECK(rig::abi::load_le<std::uint16_t>(add.data() + 38) == 0);  // no VLAN
     REQUIRE(dev.gid_index().has_value());
     CHECK(*dev.gid_index() == 0x11223344u);
+    const std::uint16_t nq = dev.nq_ring_id();
+    CHECK(nq != dev.creq_ring_id());
     trace.clear();
     REQUIRE(dev.teardown().has_value());
-    REQUIRE(trace.size() == 8);
+    REQUIRE(trace.size() == 9);
     CHECK(trace[0].name == "DELETE_GID");   // the GID bring-up added, by its firmware index
     CHECK(rig::abi::load_le<std::uint16_t>(trace[0].in.data() + 16) == 0x3344);
-    CHECK(trace[1].name == "DEINITIALIZE_FW");
-    CHECK(trace[2].name == "RING_FREE");
+    CHECK(trace[1].name == "RING_FREE");    // the NQ (bnxt_re_free_res before bnxt_qplib_deinit_rcfw)
+    CHECK(rig::abi::load_le<std::uint16_t>(trace[1].in.data() + 18) == nq);
+    CHECK(trace[2].name == "DEINITIALIZE_FW");
+    CHECK(trace[3].name == "RING_FREE");    // the CREQ
     CHECK(dev.stranded().empty());
     d->reset();
     CHECK(f.maps.empty());

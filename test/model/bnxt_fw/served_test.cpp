@@ -48,14 +48,14 @@ TEST_CASE("bnxt fw served: 100 bring-up and teardown cycles over vfio-user, the 
         o.trace = [&](const fw::command_record& r) { names.emplace_back(r.name); };
         auto d = fw::device::bring_up(*m.f, o);
         REQUIRE(d.has_value());
-        CHECK(names.size() == 14 + 3);
+        CHECK(names.size() == 14 + 4);   // + QUERY_FUNC, INITIALIZE_FW, RING_ALLOC (NQ), ADD_GID
         m.fn.with_firmware([](const rig::sim::bnxt::firmware& f) {
             CHECK(f.rcfw().initialized);
             CHECK(f.rcfw().gids[0].has_value());
         });
         CHECK(m.fn.roce_backing_store());
         CHECK(m.fn.roce_receive_ready());
-        CHECK(m.fn.rings() == 1);
+        CHECK(m.fn.rings() == 2);   // the CREQ and the NQ
         REQUIRE((*d)->teardown().has_value());
         CHECK((*d)->stranded().empty());
         d->reset();
@@ -142,11 +142,12 @@ TEST_CASE("bnxt fw served: the RoCE channel against the model's RCFW", "[model][
         FAIL(d.error().message);
     }
     auto& dev = **d;
-    REQUIRE(trace.size() == 14 + 3);
+    REQUIRE(trace.size() == 14 + 4);
     CHECK(trace[14].name == "QUERY_FUNC");
     CHECK(trace[15].name == "INITIALIZE_FW");
-    CHECK(trace[16].name == "ADD_GID");
-    CHECK(trace[16].status == 0);
+    CHECK(trace[16].name == "RING_ALLOC");   // the NQ
+    CHECK(trace[17].name == "ADD_GID");
+    CHECK(trace[17].status == 0);
     const auto mac = m.fn.with_firmware([](const rig::sim::bnxt::firmware& f) { return f.options().mac; });
     const std::array<std::uint8_t, 16> gid = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, static_cast<std::uint8_t>(mac[0] ^ 2),
                                               mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
@@ -161,12 +162,13 @@ TEST_CASE("bnxt fw served: the RoCE channel against the model's RCFW", "[model][
     });
     trace.clear();
     REQUIRE(dev.teardown().has_value());
-    REQUIRE(trace.size() >= 3);
+    REQUIRE(trace.size() >= 4);
     CHECK(trace[0].name == "DELETE_GID");
     CHECK(trace[0].status == 0);
-    CHECK(trace[1].name == "DEINITIALIZE_FW");
-    CHECK(trace[1].status == 0);
-    CHECK(trace[2].name == "RING_FREE");
+    CHECK(trace[1].name == "RING_FREE");   // the NQ
+    CHECK(trace[2].name == "DEINITIALIZE_FW");
+    CHECK(trace[2].status == 0);
+    CHECK(trace[3].name == "RING_FREE");   // the CREQ
     CHECK(dev.stranded().empty());
     CHECK(m.fn.context_pages() == 0);
     CHECK(m.fn.rings() == 0);
