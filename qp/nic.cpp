@@ -14,6 +14,7 @@
 #include "abi/bits.hpp"
 #include "abi/pci_ids.hpp"
 #include "driver/identify.hpp"
+#include "qp/bnxt/control.hpp"
 #include "qp/control.hpp"
 #include "qp/mlx5/control.hpp"
 
@@ -28,7 +29,7 @@ struct family_entry {
 };
 constexpr family_entry families[] = {
     {abi::pci::family::mlx5, &qp::mlx5::control::open},
-    {abi::pci::family::bnxt, nullptr},  // qp/bnxt's control plane plugs in here
+    {abi::pci::family::bnxt, &qp::bnxt::control::open},
 };
 
 // The family by the function's PCI IDs, before any family's bring-up touches it: a function of

@@ -18,7 +18,7 @@
 #include "abi/bnxt/rcfw_cmds.hpp"
 #include "firmware/bnxt/device.hpp"
 #include "qp/info.hpp"
-#include "tools/rig-info/bnxt_record.hpp"
+#include "qp/bnxt/error.hpp"
 #include "tools/rig-info/report.hpp"
 #include "tools/rig-info/text.hpp"
 
@@ -151,7 +151,7 @@ void print_roce(const fw::device& d, const records& trace, const std::optional<f
 
 void print_json(const records& trace) {
     for (const fw::command_record& r : trace) {
-        std::puts(rig::to_json(to_record(r)).c_str());
+        std::puts(rig::to_json(qp::bnxt::to_record(r)).c_str());
     }
 }
 
