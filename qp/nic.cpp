@@ -187,6 +187,11 @@ std::vector<stranded_region> nic::stranded() const {
 
 // ---- queue pairs ----------------------------------------------------------------------------
 
+bool nic::has_queue_pair(std::uint32_t qpn) const {
+    std::lock_guard g(_lock);
+    return std::any_of(_qps.begin(), _qps.end(), [&](const auto& s) { return !s->destroyed && s->number == qpn; });
+}
+
 result<queue_pair> nic::make_qp() {
     std::lock_guard g(_lock);
     if (_closed) {
@@ -247,6 +252,7 @@ result<void> nic::connect(detail::qp_state& s, const endpoint& e, std::uint32_t 
     }
     s.dirty = false;
     s.connected = true;
+    s.peer = e;
     return {};
 }
 

@@ -116,6 +116,8 @@ public:
     // The live queue pairs and registered regions (for tests and diagnostics).
     std::size_t queue_pairs() const;
     std::size_t regions() const;
+    // Whether `qpn` is a live queue pair of this NIC (the seed's read: its peer must be one).
+    bool has_queue_pair(std::uint32_t qpn) const;
 
 private:
     friend class region;

@@ -20,6 +20,7 @@ namespace {
 // segments, abi/mlx5/entry.hpp).
 constexpr std::uint64_t max_message = std::uint64_t{1} << 31;
 static_assert(qp::mlx5::data_path::max_message == max_message);
+static_assert(qp::bnxt::data_path::max_message == max_message);
 
 void check_length(std::size_t n, const char* call) {
     if (n > max_message) [[unlikely]] {
@@ -158,6 +159,21 @@ void queue_pair::post_read(const remote& from, const region& r, std::size_t at, 
     detail::on_path(s, [&](auto& p) { p.post_read(from, m.iova + at, n, m.key); });
 }
 
+void queue_pair::post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n) {
+    const detail::qp_state& s = ready("read");
+    check_local(src, i, n, "read (source)");
+    if (s.peer.gid != _nic->gid() || s.peer.mac != _nic->mac() || !_nic->has_queue_pair(s.peer.qp)) [[unlikely]] {
+        misuse("read: the queue pair's peer " + abi::hex(s.peer.qp) + " is not a queue pair of this NIC, which "
+               "holds the source region");
+    }
+    post_read(src.remote(i), dst, at, n);
+}
+
+std::size_t queue_pair::max_inline() const {
+    const detail::qp_state& s = live("max_inline");
+    return detail::on_path(s, [](const auto& p) { return std::remove_cvref_t<decltype(p)>::max_inline; });
+}
+
 void queue_pair::ring(side sd) {
     detail::qp_state& s = ready("ring");
     detail::on_path(s, [&](auto& p) { p.ring(sd == side::send); });
@@ -188,6 +204,10 @@ void queue_pair::write_inline(std::span<const std::byte> bytes, const remote& to
 }
 void queue_pair::read(const remote& from, const region& r, std::size_t at, std::size_t n) {
     post_read(from, r, at, n);
+    ring_checked(*_state, true);
+}
+void queue_pair::read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n) {
+    post_read(src, i, dst, at, n);
     ring_checked(*_state, true);
 }
 

@@ -17,7 +17,8 @@
 // since the last ring, with one doorbell (batching).
 // Misuse throws std::invalid_argument and changes nothing: destroyed, not connected, a region of
 // another NIC or deregistered, bytes outside the region, n over 2^31 (one message: the seed's
-// limit), inline data over what one entry holds (28 bytes on mlx5), no room on the ring.
+// limit), inline data over what one entry holds (max_inline(): mlx5 28 bytes, bnxt 96), no room
+// on the ring.
 // Threads: one thread at a time per queue pair for post and poll (not enforced); connect and
 // destroy take the NIC's lock. A queue pair must not be used after its NIC is destroyed.
 #include <chrono>
@@ -80,15 +81,25 @@ public:
     void send(const region& r, std::size_t at, std::size_t n);
     void receive(const region& r, std::size_t at, std::size_t n);
     void write(const region& r, std::size_t at, std::size_t n, const remote& to);
-    void write_inline(std::span<const std::byte> bytes, const remote& to);  // at most 28 bytes (mlx5)
+    void write_inline(std::span<const std::byte> bytes, const remote& to);  // at most max_inline() bytes
     void read(const remote& from, const region& r, std::size_t at, std::size_t n);
+    // The seed's read: `n` bytes at offset `i` of region `src` into `dst` at `at`, where `src` is
+    // a region of this queue pair's NIC and the queue pair's peer is a queue pair of that NIC
+    // (it reads through the peer, which holds `src`'s key). Misuse, besides read's: `src` not of
+    // this NIC or deregistered, bytes i..i+n outside `src`, the peer not a queue pair of this NIC.
+    void read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n);
 
     void post_send(const region& r, std::size_t at, std::size_t n);
     void post_receive(const region& r, std::size_t at, std::size_t n);
     void post_write(const region& r, std::size_t at, std::size_t n, const remote& to);
     void post_write_inline(std::span<const std::byte> bytes, const remote& to);
     void post_read(const remote& from, const region& r, std::size_t at, std::size_t n);
+    void post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n);
     void ring(side s);
+
+    // The most inline bytes one entry takes on this queue pair's NIC (mlx5 28, bnxt 96: static
+    // WQE mode's BNXT_RE_MAX_INLINE_SIZE).
+    std::size_t max_inline() const;
 
     // How many more entries the ring takes.
     std::uint32_t room(side s) const;

@@ -5,6 +5,7 @@
 // here), and the family's data path (a variant: queue_pair dispatches on its index, never by a
 // virtual call). Internal to qp/.
 #include "qp/mlx5/data_path.hpp"  // first: abi/mlx5/ifc before abi/mlx5 data-path headers (its comment)
+#include "qp/bnxt/data_path.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <variant>
 
 #include "driver/dma_memory.hpp"
+#include "qp/endpoint.hpp"
 #include "qp/region.hpp"
 
 namespace rig::detail {
@@ -33,8 +35,7 @@ struct region_state {
 };
 
 // Each family's data path; monostate until make_qp filled it (a handle never sees that).
-// bnxt's joins here as a second alternative (qp/bnxt/, the next issue).
-using data_path = std::variant<std::monostate, qp::mlx5::data_path>;
+using data_path = std::variant<std::monostate, qp::mlx5::data_path, qp::bnxt::data_path>;
 
 struct qp_state {
     std::uint32_t number = 0;      // the queue pair's number (24 bits)
@@ -43,6 +44,7 @@ struct qp_state {
     std::unique_ptr<family_objects> family;
     data_path path;
     std::uint32_t psn = 0;
+    endpoint peer{};          // what the last successful connect connected it to
     bool connected = false;
     bool dirty = false;       // a connect stopped part-way: the next one resets first
     bool destroyed = false;   // destroy() was called (Ok or not): the handle is dead
@@ -63,16 +65,23 @@ struct qp_state {
 [[noreturn, gnu::cold]] void no_data_path();
 
 // `f` on the family's data path of `s`: a compare of the variant's index and a direct call.
+// (A NIC has one family: in a process driving both, each queue pair's branch is predicted.)
 template <class F>
 [[gnu::always_inline]] inline decltype(auto) on_path(qp_state& s, F&& f) {
-    if (auto* p = std::get_if<qp::mlx5::data_path>(&s.path)) [[likely]] {
+    if (auto* p = std::get_if<qp::mlx5::data_path>(&s.path)) {
+        return f(*p);
+    }
+    if (auto* p = std::get_if<qp::bnxt::data_path>(&s.path)) {
         return f(*p);
     }
     no_data_path();
 }
 template <class F>
 [[gnu::always_inline]] inline decltype(auto) on_path(const qp_state& s, F&& f) {
-    if (const auto* p = std::get_if<qp::mlx5::data_path>(&s.path)) [[likely]] {
+    if (const auto* p = std::get_if<qp::mlx5::data_path>(&s.path)) {
+        return f(*p);
+    }
+    if (const auto* p = std::get_if<qp::bnxt::data_path>(&s.path)) {
         return f(*p);
     }
     no_data_path();

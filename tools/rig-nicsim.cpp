@@ -49,12 +49,14 @@ namespace sim = rig::sim;
 namespace pci = rig::sim::pci;
 
 constexpr std::string_view usage =
-    "usage: rig-nicsim [--family mlx5|bnxt] --socket-dir DIR [options]\n"
+    "usage: rig-nicsim [--family mlx5|bnxt|F1,F2,...] --socket-dir DIR [options]\n"
     "Serves device-model NIC functions over vfio-user, one socket per function, named\n"
     "DIR/<family>-<k>.sock (printed on stdout), until SIGINT or SIGTERM; the sockets are removed\n"
     "on exit. Function k has the permanent MAC 02:00:00:00:HH:LL with HHLL = k + 1.\n"
     "options:\n"
-    "  --family NAME            mlx5 (ConnectX-6 Dx, the default) or bnxt (BCM57508)\n"
+    "  --family NAME            mlx5 (ConnectX-6 Dx, the default) or bnxt (BCM57508); a list\n"
+    "                           (mlx5,bnxt) gives function k the k-th family, cyclically: both\n"
+    "                           families on one wire, RoCEv2 between them\n"
     "  --functions N            how many functions to serve, 1..64 (default 1)\n"
     "  --socket-dir DIR         where the sockets go (must exist)\n"
     "  --init-time-ms N         how long the init segment says 'initializing' after reset (default 20)\n"
@@ -151,7 +153,9 @@ constexpr std::uint64_t max_delay_us = 1000000;       // 1 s
 constexpr std::uint64_t max_after_ms = 24ull * 3600 * 1000;  // a day
 
 struct settings {
-    const sim::family* family = nullptr;
+    // --family: one family, or a list whose k-th (cyclically) serves function k (mixed wires)
+    std::vector<const sim::family*> families;
+    const sim::family* family = nullptr;   // the one whose space --fault-fail/--fault-fatal use
     std::string socket_dir;
     unsigned functions = 1;
     sim::common_options options;
@@ -286,7 +290,23 @@ settings parse(int argc, char** argv) {
             bad("unknown option '" + std::string(a) + "'");
         }
     }
-    s.family = &family_named(family);
+    for (std::size_t at = 0; at <= family.size();) {
+        const std::size_t comma = std::min(family.find(',', at), family.size());
+        s.families.push_back(&family_named(family.substr(at, comma - at)));
+        at = comma + 1;
+    }
+    // the fault arguments are read in one family's space: the struck function's
+    const unsigned struck_one = s.fault_function.value_or(0);
+    s.family = s.families[struck_one % s.families.size()];
+    if (s.families.size() > 1 && (fatal || fail) && !s.fault_function) {
+        bad("--fault-fail and --fault-fatal with several families need --fault-function K (they are read "
+            "in K's family's space)");
+    }
+    for (const sim::family* f : s.families) {
+        s.family = f;
+        family_checks(s, family_options, std::nullopt, std::nullopt);
+    }
+    s.family = s.families[struck_one % s.families.size()];
     family_checks(s, family_options, fatal, fail);
     if (s.socket_dir.empty()) {
         bad("--socket-dir is required");
@@ -370,8 +390,9 @@ int main(int argc, char** argv) {
         if (s.fault_function && *s.fault_function != k) {
             o.fault = {};
         }
-        functions.push_back(s.family->make(o));
-        const std::string path = s.socket_dir + "/" + std::string(s.family->name) + "-" + std::to_string(k) + ".sock";
+        const sim::family& family = *s.families[k % s.families.size()];
+        functions.push_back(family.make(o));
+        const std::string path = s.socket_dir + "/" + std::string(family.name) + "-" + std::to_string(k) + ".sock";
         auto srv = rig::sim::vfio_user::server::create(path, functions.back()->device());
         if (!srv) {
             std::fprintf(stderr, "rig-nicsim: %s\n", srv.error().c_str());

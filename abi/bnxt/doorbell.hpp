@@ -68,6 +68,18 @@ inline dbc_dbc doorbell_fields(std::uint64_t value) {
     return *decode<dbc_dbc>(std::span<const std::byte>(b));
 }
 
+// The same value as doorbell() (test/unit/bnxt/fast_path_test.cpp), composed from dbc_dbc's
+// field descriptors at compile time, for the data path: the caller gives an index below 2^24
+// (a ring index), an xid below 2^20 and no toggle (P5).
+[[gnu::always_inline]] constexpr std::uint64_t fast_doorbell(std::uint8_t type, std::uint32_t xid, std::uint32_t index,
+                                                             bool epoch) noexcept {
+    constexpr field_desc f_index = field_of<dbc_dbc>("index"), f_epoch = field_of<dbc_dbc>("epoch"),
+                         f_xid = field_of<dbc_dbc>("xid"), f_path = field_of<dbc_dbc>("path"),
+                         f_valid = field_of<dbc_dbc>("valid"), f_type = field_of<dbc_dbc>("type");
+    return place(f_index, index) | place(f_epoch, epoch ? 1u : 0u) | place(f_xid, xid) |
+           place(f_path, DBC_DBC_PATH_ROCE) | place(f_valid, 1) | place(f_type, type);
+}
+
 // A RoCE doorbell: path RoCE, valid set. `index` is the producer/consumer index modulo the
 // ring (SQ: WQE index in static mode, slot index in variable mode; CQ_ARMENA and CUTOFF_ACK: 0),
 // `epoch` the index's wrap parity, `toggle` the NQ or resize toggle (arm types only).

@@ -155,6 +155,40 @@ inline constexpr bool is_byte_array<std::array<std::uint8_t, N>> = true;
 
 }  // namespace detail
 
+// The descriptor of layout L's field `name`, at compile time (a name L lacks does not compile
+// where a constant is needed): for a data path that touches one field of an entry in place.
+template <class L>
+consteval field_desc field_of(std::string_view name) {
+    for (const field_desc& d : L::fields) {
+        if (d.name == name) {
+            return d;
+        }
+    }
+    throw std::invalid_argument("no such field");
+}
+
+// The data path's field access: one field of a structure in place, by its descriptor (a
+// constant: field_of), without the checks of encode/decode. `store` keeps the word's other bits
+// (sub-fields of one word) and takes the value's low bits; the caller gives values that fit.
+// Pinned by the same oracle as encode (test/unit/bnxt/fast_path_test.cpp compares them).
+[[gnu::always_inline]] inline void store(std::byte* base, const field_desc& d, std::uint64_t v) noexcept {
+    std::byte* p = base + d.off;
+    if (d.mask == 0) {
+        detail::store_word(p, d.bytes, v);
+    } else {
+        const std::uint64_t word = detail::load_word(p, d.bytes);
+        detail::store_word(p, d.bytes, (word & ~d.bits()) | ((v << d.shift) & d.bits()));
+    }
+}
+[[gnu::always_inline]] inline std::uint64_t load(const std::byte* base, const field_desc& d) noexcept {
+    return (detail::load_word(base + d.off, d.bytes) & d.bits()) >> d.shift;
+}
+// A field's bits at its place in a word of up to 64 bits that holds the whole structure
+// (dbc_dbc: one 64-bit doorbell), little-endian: the value shifted to the field's bit position.
+constexpr std::uint64_t place(const field_desc& d, std::uint64_t v) noexcept {
+    return ((v << d.shift) & d.bits()) << (8 * d.off);
+}
+
 // Throws std::invalid_argument if a value of `v` does not fit its field.
 template <class L>
 void validate(const L& v) {

@@ -355,6 +355,66 @@ inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mod
     return taken;
 }
 
+// ---- the data path's writers -------------------------------------------------------------------
+// The same bytes as write() (test/unit/bnxt/fast_path_test.cpp compares them, and write() is
+// pinned to roce_hsi.h) for the entries a data path posts most, without write()'s checks: the
+// caller gives values that fit (a checked length, key and address). Static mode only.
+namespace fast {
+
+// A 128-byte static WQE with one element: SEND (remote ignored), WRITE or READ (wqe_type).
+[[gnu::always_inline]] inline void write_one(std::byte* wqe, std::uint8_t wqe_type, std::uint8_t flags,
+                                             const local& l, std::uint64_t remote_va, std::uint32_t remote_key) noexcept {
+    static constexpr field_desc type = field_of<sq_rdma_hdr>("wqe_type"), flag = field_of<sq_rdma_hdr>("flags"),
+                                size = field_of<sq_rdma_hdr>("wqe_size"), length = field_of<sq_rdma_hdr>("length"),
+                                va = field_of<sq_rdma_hdr>("remote_va"), key = field_of<sq_rdma_hdr>("remote_key"),
+                                sge_va = field_of<sq_sge>("va_or_pa"), sge_key = field_of<sq_sge>("l_key"),
+                                sge_size = field_of<sq_sge>("size");
+    static_assert(type.off == field_of<sq_send_hdr>("wqe_type").off && length.off == field_of<sq_send_hdr>("length").off);
+    std::memset(wqe, 0, static_wqe_slots * wqe_slot_size);
+    store(wqe, type, wqe_type);
+    store(wqe, flag, flags);
+    store(wqe, size, 3);   // header (2 slots) + one element
+    store(wqe, length, static_cast<std::uint64_t>(l.bytes));
+    if (wqe_type != SQ_BASE_WQE_TYPE_SEND) {
+        store(wqe, va, remote_va);
+        store(wqe, key, remote_key);
+    }
+    std::byte* sge = wqe + sq_rdma_hdr::layout_size;
+    store(sge, sge_va, static_cast<std::uint64_t>(l.address));
+    store(sge, sge_key, static_cast<std::uint64_t>(l.key));
+    store(sge, sge_size, static_cast<std::uint64_t>(l.bytes));
+}
+
+// A 128-byte static RQ WQE with one element and `wr_id` (20 bits).
+[[gnu::always_inline]] inline void write_receive(std::byte* wqe, std::uint32_t wr_id, const local& l) noexcept {
+    static constexpr field_desc type = field_of<rq_wqe_hdr>("wqe_type"), size = field_of<rq_wqe_hdr>("wqe_size"),
+                                id = field_of<rq_wqe_hdr>("wr_id"), sge_va = field_of<sq_sge>("va_or_pa"),
+                                sge_key = field_of<sq_sge>("l_key"), sge_size = field_of<sq_sge>("size");
+    std::memset(wqe, 0, static_wqe_slots * wqe_slot_size);
+    store(wqe, type, RQ_WQE_HDR_WQE_TYPE_RCV);
+    store(wqe, size, 3);
+    store(wqe, id, wr_id);
+    std::byte* sge = wqe + rq_wqe_hdr::layout_size;
+    store(sge, sge_va, static_cast<std::uint64_t>(l.address));
+    store(sge, sge_key, static_cast<std::uint64_t>(l.key));
+    store(sge, sge_size, static_cast<std::uint64_t>(l.bytes));
+}
+
+// An sq_psn_search_ext entry (P5, one per static WQE): the bytes encode() writes.
+[[gnu::always_inline]] inline void write_psn_search(std::byte* entry, std::uint32_t start_psn, std::uint8_t opcode,
+                                                    std::uint32_t next_psn, std::uint16_t start_slot_idx) noexcept {
+    static constexpr field_desc start = field_of<sq_psn_search_ext>("start_psn"),
+                                op = field_of<sq_psn_search_ext>("opcode"), next = field_of<sq_psn_search_ext>("next_psn"),
+                                slot = field_of<sq_psn_search_ext>("start_slot_idx");
+    std::memset(entry, 0, sq_psn_search_ext::layout_size);
+    store(entry, start, start_psn);
+    store(entry, op, opcode);
+    store(entry, next, next_psn);
+    store(entry, slot, start_slot_idx);
+}
+
+}  // namespace fast
+
 // One send-queue entry at slot `at`; returns the slots it took.
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
                          const entry& e) {

@@ -20,6 +20,7 @@
 #include "qp/mlx5/completion_queue.hpp"
 #include "qp/mlx5/receive_queue.hpp"
 #include "qp/mlx5/send_queue.hpp"
+#include "qp/failure.hpp"
 #include "qp/region.hpp"
 
 namespace rig::qp::mlx5 {
@@ -102,11 +103,11 @@ public:
         }
         // After every CQE the NIC wrote: a failure it reported by event, or its own failure.
         if (const std::uint8_t event = nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
-            failed_from_outside(reported_failure(event));
+            qp::fail_both(sq, rq, reported_failure(event));
         } else if (machine_failed) [[unlikely]] {
-            failed_from_outside({"the NIC failed (fatal health report or internal error)", 0, 0, true});
+            qp::fail_both(sq, rq, {"the NIC failed (fatal health report or internal error)", 0, 0, true});
         }
-        spread_failure();
+        qp::spread_failure(sq, rq);
     }
 
     send_queue sq;
@@ -121,36 +122,6 @@ private:
     static abi::remote remote(const rig::remote& to) noexcept {
         return {static_cast<std::int64_t>(to.address), static_cast<std::int64_t>(to.key)};
     }
-    // The queue pair failed with `e`: a ring not yet failed fails with it, one failed only by the
-    // NIC's flushes takes it as the error its remaining entries carry.
-    [[gnu::cold]] void failed_from_outside(const entry_error& e) noexcept {
-        sq.fail(e);
-        sq.adopt_failure(e);
-        rq.fail(e);
-        rq.adopt_failure(e);
-    }
-    // A queue pair fails as a whole: the ring whose entry failed itself gives its failure to the
-    // other, which may so far hold only the NIC's flush CQEs (syndrome 0x5, taken in whichever
-    // CQ was polled first) or nothing at all.
-    void spread_failure() noexcept {
-        const qp::ring& send = sq.entries();
-        const qp::ring& receive = rq.entries();
-        if (!send.failed() && !receive.failed()) [[likely]] {
-            return;
-        }
-        if (send.failed_itself() && !receive.failed_itself()) {
-            rq.fail(send.failure());
-            rq.adopt_failure(send.failure());
-        } else if (receive.failed_itself() && !send.failed_itself()) {
-            sq.fail(receive.failure());
-            sq.adopt_failure(receive.failure());
-        } else if (send.failed() && !receive.failed()) {
-            rq.fail(send.failure());
-        } else if (receive.failed() && !send.failed()) {
-            sq.fail(receive.failure());
-        }
-    }
-
     std::uint32_t qpn_;
 };
 

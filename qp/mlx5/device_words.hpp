@@ -7,8 +7,8 @@
 // 8-byte doorbells"). Ordering is the caller's business (abi/barriers.hpp).
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
+
+#include "qp/device_words.hpp"
 
 namespace rig::qp::mlx5 {
 
@@ -17,17 +17,8 @@ inline void store_record(std::byte* word, std::uint32_t value) noexcept {
     *reinterpret_cast<volatile std::uint32_t*>(word) = value;
 }
 
-// `bytes` holds, in host memory order, the 8 bytes the register must receive.
-inline void store_register(std::byte* reg, std::uint64_t bytes) noexcept {
-    *reinterpret_cast<volatile std::uint64_t*>(reg) = bytes;
-}
-
-// Misuse check for the places given to a queue: aligned, not null.
-inline void check_aligned(const void* p, std::size_t align, const char* what) {
-    if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % align != 0) {
-        throw std::invalid_argument(std::string(what) + " is not " + std::to_string(align) +
-                                    "-byte aligned");
-    }
-}
+// store_register and check_aligned: qp/device_words.hpp (every family's).
+using qp::check_aligned;
+using qp::store_register;
 
 }  // namespace rig::qp::mlx5

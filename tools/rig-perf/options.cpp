@@ -21,8 +21,9 @@ namespace {
 constexpr std::uint64_t max_message = 1ull << 31;
 // A queue pair's ring holds 2^12 entries (nic_options::log_ring_entries).
 constexpr std::uint64_t max_depth = 4096;
-// mlx5 write_inline takes at most 28 bytes today (qp/qp.hpp).
-constexpr std::uint64_t max_inline = 28;
+// The most inline bytes any NIC Rig drives takes (bnxt static WQEs: 96; mlx5: 28); the queue
+// pair's own limit (queue_pair::max_inline) is checked once it exists (runner.cpp).
+constexpr std::uint64_t max_inline = 96;
 // Each measured entry keeps two timestamps (16 bytes): bound the arrays to 1.6 GB.
 constexpr std::uint64_t max_iterations = 100'000'000;
 
@@ -145,7 +146,7 @@ std::expected<std::uint64_t, std::string> number(const std::string& flag, const 
 
 struct given {
     bool size = false, iterations = false, tx_depth = false, duration = false, queue_pairs = false,
-         inline_size = false, max_size = false;
+         inline_size = false, max_size = false, sim_family = false;
 };
 
 }  // namespace
@@ -278,7 +279,7 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
             RIG_PERF_TRY(v, numeric(0, std::numeric_limits<std::uint32_t>::max()));
             if (*v > max_inline) {
                 return std::unexpected(flag + " " + std::to_string(*v) + ": at most " + std::to_string(max_inline) +
-                                       " (mlx5 inline RDMA WRITE carries 28 bytes in rig today)");
+                                       " (an inline RDMA WRITE carries 28 bytes on mlx5, 96 on bnxt)");
             }
             o.inline_size = static_cast<std::uint32_t>(*v);
             g.inline_size = true;
@@ -308,6 +309,13 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
         } else if (!as_short && name == "sim") {
             RIG_PERF_TRY(ok, no_value());
             o.sim = true;
+        } else if (!as_short && name == "family") {
+            RIG_PERF_TRY(v, value());
+            if (*v != "mlx5" && *v != "bnxt" && *v != "mixed") {
+                return std::unexpected(flag + " " + *v + ": not mlx5, bnxt or mixed");
+            }
+            o.sim_family = *v;
+            g.sim_family = true;
         } else if (!as_short && name == "plot") {
             RIG_PERF_TRY(v, value());
             if (v->empty()) {
@@ -381,6 +389,9 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
     if (o.sim && !o.device.empty()) {
         return std::unexpected("--sim and -d " + o.device + " together: --sim serves its own devices");
     }
+    if (g.sim_family && !o.sim) {
+        return std::unexpected("--family " + o.sim_family + " without --sim: -d names the device itself");
+    }
     if (o.sim && o.server) {
         return std::unexpected("--sim and server " + *o.server + " together: --sim runs both sides here");
     }
@@ -400,7 +411,8 @@ std::string usage() {
            "  -q, --qp=<n>              queue pairs (BW tests; 1)\n"
            "  -t, --tx-depth=<n>        entries per doorbell batch and in flight (BW 128, LAT 1)\n"
            "  -p, --port=<port>         out-of-band TCP port (18515)\n"
-           "  -I, --inline_size=<n>     inline RDMA WRITE up to n bytes (at most 28; 0)\n"
+           "  -I, --inline_size=<n>     inline RDMA WRITE up to n bytes (the NIC's limit: mlx5 28,\n"
+           "                            bnxt 96; 0)\n"
            "  -m, --mtu=<mtu>           path MTU offered, 256 .. 4096 (the NIC's); both sides use the smaller\n"
            "  -F, --CPU-freq            accepted: rig-perf times with the monotonic clock, not cycles\n"
            "      --report_gbits        BW in Gb/s (10^9 bit) instead of MiB/s\n"
@@ -411,6 +423,8 @@ std::string usage() {
            "      --max-size=<n>        -a stops at n bytes\n"
            "      --sim                 start a device model with two functions, the server in a\n"
            "                            child process, run the client here, stop everything\n"
+           "      --family=<f>          --sim's functions: mlx5 (default), bnxt, or mixed (the client\n"
+           "                            on mlx5, the server on bnxt: RC between the two families)\n"
            "      --plot=<file>         draw the results against message size (.svg or .png)\n"
            "Other perftest flags are refused with 'not supported'.\n";
 }

@@ -54,6 +54,7 @@ struct options {
     std::optional<std::string> json_path;  // --out_json / --out_json_file
     bool ignore_cpu_freq = false;        // -F
     bool sim = false;                    // --sim: a model with two functions, server in a child
+    std::string sim_family = "mlx5";     // --family: --sim's functions (mlx5, bnxt, mixed)
     std::optional<std::string> plot_path;  // --plot FILE.svg
 
     // Added by rig-perf's core (options.cpp sets them; not perftest flags).

@@ -145,6 +145,9 @@ struct session {
                 return std::unexpected(q.error());
             }
             qps.push_back(std::move(*q));
+            if (auto fits = fits_queue_pair(qps.back()); !fits) {
+                return fits;
+            }
             const rig::endpoint e = qps.back().local();
             qp_info m;
             m.out_reads = is_read(o.kind) ? rig_out_reads : other_out_reads;
@@ -261,6 +264,20 @@ struct session {
         // until the peer's comes: the peer's last WRITE may still wait for our ACK.
         ch->drain(o.exchange_timeout);
         ch->close();
+        return {};
+    }
+
+    // What the options ask of one queue pair, against what this NIC's takes: -t entries in flight
+    // (a bnxt ring holds 4095 of its 4096) and -I inline bytes (mlx5 28, bnxt 96).
+    std::expected<void, std::string> fits_queue_pair(const rig::queue_pair& q) const {
+        if (o.tx_depth > q.room(rig::side::send)) {
+            return std::unexpected("-t " + std::to_string(o.tx_depth) + ": a queue pair of " + o.device + " holds " +
+                                   std::to_string(q.room(rig::side::send)) + " entries in flight");
+        }
+        if (o.inline_size > q.max_inline()) {
+            return std::unexpected("-I " + std::to_string(o.inline_size) + ": a queue pair of " + o.device +
+                                   " carries at most " + std::to_string(q.max_inline()) + " inline bytes");
+        }
         return {};
     }
 

@@ -376,11 +376,13 @@ std::vector<std::string> server_arguments(const std::vector<std::string>& args_f
                                           std::uint16_t port) {
     // options that take a value as the next argument, and their attached forms
     const auto with_value = [](std::string_view a) {
-        return a == "-d" || a == "--ib-dev" || a == "-p" || a == "--port" || a == "--plot" || a == "--out_json_file";
+        return a == "-d" || a == "--ib-dev" || a == "-p" || a == "--port" || a == "--plot" || a == "--out_json_file" ||
+               a == "--family";
     };
     const auto attached = [](std::string_view a) {
         return a.starts_with("--ib-dev=") || a.starts_with("--port=") || a.starts_with("--plot=") ||
-               a.starts_with("--out_json_file=") || (a.size() > 2 && (a.starts_with("-d") || a.starts_with("-p")));
+               a.starts_with("--out_json_file=") || a.starts_with("--family=") ||
+               (a.size() > 2 && (a.starts_with("-d") || a.starts_with("-p")));
     };
     std::vector<std::string> out;
     for (std::size_t i = 0; i < args_for_server.size(); ++i) {
@@ -511,8 +513,13 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
         return finish(1);
     };
 
-    const std::string sock0 = s.dir + "/mlx5-0.sock";
-    const std::string sock1 = s.dir + "/mlx5-1.sock";
+    // --family: both functions of one family, or mixed: the client's on mlx5, the server's on
+    // bnxt (rig-nicsim --family mlx5,bnxt: function k of the k-th family), RC between them.
+    const bool mixed = o.sim_family == "mixed";
+    const std::string family0 = mixed ? "mlx5" : o.sim_family;
+    const std::string family1 = mixed ? "bnxt" : o.sim_family;
+    const std::string sock0 = s.dir + "/" + family0 + "-0.sock";
+    const std::string sock1 = s.dir + "/" + family1 + "-1.sock";
     if (sock1.size() >= sizeof(sockaddr_un::sun_path)) {
         return fail("socket path too long for AF_UNIX: " + sock1 + " (set TMPDIR to a shorter folder)");
     }
@@ -520,7 +527,7 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
     // that vanished mid-traffic (the server stopped on Ctrl-C) are not the user's business; its
     // last line is quoted when it fails.
     s.model_log = s.dir + "/rig-nicsim.log";
-    if (auto r = spawn(s, s.model, setup.nicsim, {"--family", "mlx5", "--functions", "2", "--socket-dir", s.dir},
+    if (auto r = spawn(s, s.model, setup.nicsim, {"--family", mixed ? "mlx5,bnxt" : o.sim_family, "--functions", "2", "--socket-dir", s.dir},
                        s.model_log);
         !r) {
         return fail(r.error());

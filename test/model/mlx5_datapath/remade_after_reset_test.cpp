@@ -48,7 +48,7 @@ TEST_CASE("mlx5 data path: after a reset with WRITEs in flight, the QP and CQ ma
           "in their new rings",
           "[model][mlx5]") {
     rig::sim::roce::wire w;
-    served_function fa(quick_model(0), &w), fb(quick_model(1), &w);
+    served_mlx5 fa(quick_model(0), &w), fb(quick_model(1), &w);
     auto nb = fb.open();
     const rig::region rb = value(nb->allocate(1 << 20, rig::access::remote));
     std::memset(rb.data(), 0, rb.size());

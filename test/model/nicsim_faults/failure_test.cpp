@@ -206,7 +206,7 @@ TEST_CASE("the firmware-level die fault (--fault-die, function_model::die) stops
     const std::string pcap = where.dir + "/wire.pcap";
     rig::sim::roce::wire w;
     REQUIRE(w.capture(pcap));
-    rig::test::served_function m0(rig::test::quick_model(0), &w), m1(rig::test::quick_model(1), &w);
+    rig::test::served_mlx5 m0(rig::test::quick_model(0), &w), m1(rig::test::quick_model(1), &w);
     auto n0 = m0.open(rig::test::quick_failure_options());
     auto n1 = m1.open(rig::test::quick_failure_options());
     auto r0 = value(n0->allocate(64 * 1024, rig::access::remote));

@@ -34,7 +34,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace std::string_view_literals;
 namespace perf = rig::perf;
-using rig::test::served_function;
+using rig::test::served_mlx5;
 using rig::test::quick_model;
 using rig::test::value;
 
@@ -151,7 +151,7 @@ struct perftest_peer {
     std::string theirs;  // rig-perf's first line: every later H0 must be the same bytes
     std::optional<perf::lane> lane;
 
-    perftest_peer(perf::test_kind k, bool c, int fd, served_function& f, std::uint64_t h)
+    perftest_peer(perf::test_kind k, bool c, int fd, served_mlx5& f, std::uint64_t h)
         : kind(k), client(c), sock(fd), nic(f.open()), buf(value(nic->allocate(2 * h, rig::access::remote))),
           qp(value(nic->make_qp())), half(h) {
         const rig::endpoint e = qp.local();
@@ -303,8 +303,8 @@ int connect_retrying(std::uint16_t port) {
 // 1 (declared last: destroyed first, which ends a rig-perf run that a failed step left waiting).
 struct bench {
     rig::sim::roce::wire w;
-    served_function m0{quick_model(0), &w};
-    served_function m1{quick_model(1), &w};
+    served_mlx5 m0{quick_model(0), &w};
+    served_mlx5 m1{quick_model(1), &w};
     rig_perf_side rp;
     std::optional<perftest_peer> peer;
 
@@ -438,7 +438,7 @@ TEST_CASE("perftest peer: -m 512 offers 512 and both sides use it; -m above the 
     // before any exchange, naming the flag and the NIC's path MTU
     auto o = quick_model(0);
     o.firmware.port_mtu = 1500;
-    served_function m(o);
+    served_mlx5 m(o);
     perf::options po;
     po.kind = perf::test_kind::write_bw;
     po.device = m.where();

@@ -32,11 +32,7 @@ using rig::test::two_served_nics;
 using rig::test::value;
 namespace ifc = rig::mlx5::ifc;
 
-// CQE syndromes (mlx5dv.h MLX5_CQE_SYNDROME_*) and the names abi gives them.
-constexpr std::uint32_t local_length = 0x01;
-constexpr std::uint32_t remote_invalid_request = 0x12;
-constexpr std::uint32_t remote_access = 0x13;
-constexpr std::uint32_t retry_exceeded = 0x15;
+using rig::test::failure_kind;
 
 // Ack timeout 14: 4.096 us x 2^14 = 67.1 ms; 7 retries.
 constexpr auto ack_timeout = 67ms;
@@ -51,14 +47,16 @@ std::pair<rig::queue_pair, rig::queue_pair> fresh_pair(two_served_nics& t) {
 }
 
 // The entry failed itself, with this syndrome, whose name the message carries.
-void own_failure(const rig::error& e, std::uint32_t syndrome, const char* name) {
+void own_failure(const rig::error& e, failure_kind k) {
+    const rig::test::expected_failure x = rig::test::expected(k);
     INFO(e.message);
     CHECK_FALSE(e.flushed);
-    CHECK(e.syndrome == syndrome);
-    CHECK_THAT(e.message, Catch::Contains(name) && Catch::Contains(" failed: "));
+    CHECK(e.syndrome == x.syndrome);
+    CHECK_THAT(e.message, Catch::Contains(x.name) && Catch::Contains(" failed: "));
 }
 // The entry did not fail itself: it carries the failure's error, flushed.
-void flushed_by(const rig::error& e, const char* name) {
+void flushed_by(const rig::error& e, failure_kind k) {
+    const char* name = rig::test::expected(k).name;
     INFO(e.message);
     CHECK(e.flushed);
     CHECK_THAT(e.message, Catch::Contains("flushed, the queue pair had failed") && Catch::Contains(name));
@@ -67,8 +65,8 @@ void flushed_by(const rig::error& e, const char* name) {
 // An entry of the ring that did not fail, pending when the other ring failed (or posted later):
 // it carries the failure's error, flushed, whichever CQ held the NIC's flush CQE for it (the
 // driver once let such a flush CQE fail the ring as the entry's own error).
-void flushed_by_other_ring(const rig::error& e, const char* name) {
-    flushed_by(e, name);
+void flushed_by_other_ring(const rig::error& e, failure_kind k) {
+    flushed_by(e, k);
 }
 
 
@@ -84,8 +82,8 @@ void receive_too_small() {
 
     // Before the failure, on both rings of both queue pairs: results the NIC completed and that
     // are taken only after the failure, and entries still waiting.
-    const std::uint64_t a_cqes = t.m1.fn.data_path()->cqes_written();
-    const std::uint64_t b_cqes = t.m2.fn.data_path()->cqes_written();
+    const std::uint64_t a_cqes = t.m1.cqes_written();
+    const std::uint64_t b_cqes = t.m2.cqes_written();
     a.receive(r1, 16384, 100);            // a R1: takes b's first send, Ok 50
     b.send(r2, 0, 50);                    // b S1: Ok 50
     a.write(r1, 0, 64, r2.remote(20000));  // a W1: Ok 64
@@ -100,16 +98,16 @@ void receive_too_small() {
 
     // a: W1 and R1 keep their results, S2 fails, W3 is flushed with S2's error.
     expect_done(a, side::send, 64);
-    own_failure(expect_failed(a, side::send), remote_invalid_request, "remote invalid request error");
-    flushed_by(expect_failed(a, side::send), "remote invalid request error");
+    own_failure(expect_failed(a, side::send), failure_kind::remote_invalid_request);
+    flushed_by(expect_failed(a, side::send), failure_kind::remote_invalid_request);
     expect_done(a, side::receive, 50);
     CHECK(std::memcmp(r1.data() + 16384, r2.data(), 50) == 0);
     // b: S1 keeps its result, S2 (waiting for a receive) is flushed with the failure's error;
     // R1 fails with local length, R2 is flushed.
     expect_done(b, side::send, 50);
-    flushed_by_other_ring(expect_failed(b, side::send), "local length error");
-    own_failure(expect_failed(b, side::receive), local_length, "local length error");
-    flushed_by(expect_failed(b, side::receive), "local length error");
+    flushed_by_other_ring(expect_failed(b, side::send), failure_kind::local_length);
+    own_failure(expect_failed(b, side::receive), failure_kind::local_length);
+    flushed_by(expect_failed(b, side::receive), failure_kind::local_length);
 
     // Posted later, on either ring of either: flushed with the failure's error, run by nobody.
     std::memset(r2.data() + 50000, 0x5a, 4096);
@@ -117,10 +115,10 @@ void receive_too_small() {
     a.receive(r1, 0, 64);
     b.send(r2, 0, 8);
     b.receive(r2, 0, 64);
-    flushed_by(expect_failed(a, side::send), "remote invalid request error");
-    flushed_by(expect_failed(a, side::receive), "remote invalid request error");
-    flushed_by_other_ring(expect_failed(b, side::send), "local length error");
-    flushed_by(expect_failed(b, side::receive), "local length error");
+    flushed_by(expect_failed(a, side::send), failure_kind::remote_invalid_request);
+    flushed_by(expect_failed(a, side::receive), failure_kind::remote_invalid_request);
+    flushed_by_other_ring(expect_failed(b, side::send), failure_kind::local_length);
+    flushed_by(expect_failed(b, side::receive), failure_kind::local_length);
     CHECK(r2.data()[50000] == std::byte{0x5a});
     CHECK(r2.data()[50000 + 4095] == std::byte{0x5a});
     CHECK(r2.data()[48000] == std::byte{0});  // W3 was not run
@@ -173,9 +171,9 @@ TEST_CASE("seed - an entry fails on a remote access error: a bad key, bytes outs
         } else {
             a.write(t.r1, 0, x.bytes, x.to);
         }
-        own_failure(expect_failed(a, side::send), remote_access, "remote access error");
+        own_failure(expect_failed(a, side::send), failure_kind::remote_access);
         a.write(t.r1, 0, 8, t.r2.remote(0));  // stays failed
-        flushed_by(expect_failed(a, side::send), "remote access error");
+        flushed_by(expect_failed(a, side::send), failure_kind::remote_access);
         CHECK(value(a.query()).state == rig::qp_status::error);
         CHECK(t.r1.data()[8192] == std::byte{0});  // no byte of a refused read landed
         ok(a.destroy());
@@ -202,7 +200,7 @@ TEST_CASE("seed - connect: a send to the peer is retried while the peer has post
     // Well past RNR retry 6 x any RNR timer of the model's min_rnr_nak, and past 7 ack timeouts:
     // still no completion.
     CHECK_FALSE(a.wait(side::send, 1200ms).has_value());
-    CHECK(a.room(side::send) == 4095);
+    CHECK(a.room(side::send) == rig::test::ring_capacity() - 1);
     b.receive(r2, 4096, 2000);
     expect_done(a, side::send, 1000);
     expect_done(b, side::receive, 1000);
@@ -230,11 +228,11 @@ TEST_CASE("seed - connect: a send the peer does not acknowledge is retried 7 tim
         const rig::error e = expect_failed(a, side::send, 3s);
         const auto took = std::chrono::steady_clock::now() - t0;
         INFO(e.message << " after " << std::chrono::duration<double>(took).count() << " s");
-        own_failure(e, retry_exceeded, "transport retry counter exceeded");
+        own_failure(e, failure_kind::retry_exceeded);
         CHECK(took >= 7 * ack_timeout);
         CHECK(took < 8 * ack_timeout + 1s);
         a.write(t.r1, 0, 8, t.r2.remote(0));
-        flushed_by(expect_failed(a, side::send), "transport retry counter exceeded");
+        flushed_by(expect_failed(a, side::send), failure_kind::retry_exceeded);
     };
 
     SECTION("the peer destroyed") {
@@ -254,7 +252,7 @@ TEST_CASE("seed - connect: a send the peer does not acknowledge is retried 7 tim
     }
     SECTION("the peer's function dead") {
         auto [a, b] = fresh_pair(t);
-        t.m2.fn.die();
+        t.m2.die();
         fails_in_time(a, false);
         static_cast<void>(b);
         static_cast<void>(t.n2->close());  // completes locally: the function answers nothing
@@ -272,10 +270,10 @@ TEST_CASE("seed - connect: a send the peer does not acknowledge fails when the p
     // a port that is down still sends and receives frames. A card with its link down moves no
     // frame: the sender's entry should fail with RETRY_EXC after 7 x 67 ms.
     two_served_nics t(16 * 1024);
-    REQUIRE(t.m2.fn.set_port_state(false));
+    REQUIRE(t.m2.set_link(false));
     t.a.write(t.r1, 0, 64, t.r2.remote(0));
     const rig::error e = expect_failed(t.a, side::send, 3s);
-    own_failure(e, retry_exceeded, "transport retry counter exceeded");
+    own_failure(e, failure_kind::retry_exceeded);
     CHECK(t.r2.data()[0] == std::byte{0});
     ok(t.n1->close());
     ok(t.n2->close());
@@ -299,7 +297,7 @@ void failure_order() {
     a.post_read(r2.remote(8000), r1, 40000, 64);  // R5: flushed
     a.ring(side::send);
 
-    const std::uint64_t commands = t.m1.fn.commands_completed();
+    const std::uint64_t commands = t.m1.commands_completed();
     expect_done(a, side::send, 100);
     {
         auto c = a.poll(side::send);  // W2 by poll, once it is there
@@ -311,18 +309,18 @@ void failure_order() {
         REQUIRE(c->has_value());
         CHECK(**c == 200);
     }
-    own_failure(expect_failed(a, side::send), remote_access, "remote access error");
-    flushed_by(expect_failed(a, side::send), "remote access error");
-    flushed_by(expect_failed(a, side::send), "remote access error");
-    flushed_by_other_ring(expect_failed(a, side::receive), "remote access error");
+    own_failure(expect_failed(a, side::send), failure_kind::remote_access);
+    flushed_by(expect_failed(a, side::send), failure_kind::remote_access);
+    flushed_by(expect_failed(a, side::send), failure_kind::remote_access);
+    flushed_by_other_ring(expect_failed(a, side::receive), failure_kind::remote_access);
     {
         auto c = a.poll(side::receive);  // R2: already failed, poll gives it at once
         REQUIRE(c.has_value());
         REQUIRE_FALSE(c->has_value());
-        flushed_by_other_ring(c->error(), "remote access error");
+        flushed_by_other_ring(c->error(), failure_kind::remote_access);
     }
-    CHECK(a.room(side::send) == 4096);
-    CHECK(a.room(side::receive) == 4096);
+    CHECK(a.room(side::send) == rig::test::ring_capacity());
+    CHECK(a.room(side::receive) == rig::test::ring_capacity());
     CHECK(std::memcmp(r2.data(), r1.data(), 300) == 0);  // W1, W2 moved their bytes
     CHECK(r2.data()[400 + 3999] == std::byte{0});         // W4: the last byte never landed
 
@@ -331,14 +329,14 @@ void failure_order() {
     for (int round = 0; round < 3; ++round) {
         a.write(r1, 0, 64, r2.remote(60000));
         a.receive(r1, 0, 64);
-        flushed_by(expect_failed(a, side::send), "remote access error");
-        flushed_by_other_ring(expect_failed(a, side::receive), "remote access error");
+        flushed_by(expect_failed(a, side::send), failure_kind::remote_access);
+        flushed_by_other_ring(expect_failed(a, side::receive), failure_kind::remote_access);
     }
     CHECK(r2.data()[60000] == std::byte{0});
     CHECK_FALSE(a.poll(side::send).has_value());
-    CHECK(t.m1.fn.commands_completed() == commands);  // every poll and wait: no command
+    CHECK(t.m1.commands_completed() == commands);  // every poll and wait: no command
     CHECK(value(a.query()).state == rig::qp_status::error);
-    CHECK(t.m1.fn.commands_completed() == commands + 1);  // query is a command, the only one
+    CHECK(t.m1.commands_completed() == commands + 1);  // query is a command, the only one
     static_cast<void>(b);
     ok(t.n1->close());
     ok(t.n2->close());

@@ -1,6 +1,7 @@
 // nic::open picks the family by the function's PCI IDs (config space) before any bring-up: a
-// function of no family Rig drives, and a bnxt function (not driven yet), are refused at once
-// with their IDs named, where a non-mlx5 function used to wait out mlx5 bring-up's deadlines.
+// function of no family Rig drives is refused at once with its IDs named, where a non-mlx5
+// function used to wait out mlx5 bring-up's deadlines; the models' ConnectX and Thor functions
+// open as mlx5 and bnxt, each with its own limits.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -63,22 +64,30 @@ TEST_CASE("nic: a function of no family Rig drives is refused at once, naming it
 TEST_CASE("nic: a Mellanox function of another driver is refused before any command", "[model][mlx5][api][family]") {
     auto o = rig::test::quick_model();
     o.device_id = 0x1003;   // ConnectX-3: mlx4_core's, not mlx5's (the model would answer as mlx5)
-    rig::test::served_function m(o);
+    rig::test::served_mlx5 m(o);
     const rig::error e = refused_at_once(m.where());
     CHECK(e.message == "nic::open: " + m.where() + ": 15b3:1003 is not a NIC Rig drives " + rig_ids);
     CHECK(m.fn.state() == rig::sim::mlx5::hca_state::disabled);   // no ENABLE_HCA came
     CHECK(m.fn.objects() == 0);
 }
 
-TEST_CASE("nic: a bnxt function is refused at once: bnxt is not driven yet", "[model][api][family]") {
-    served_ids thor(0x14e4, 0x1750);
-    const rig::error e = refused_at_once(thor.where());
-    CHECK(e.kind == rig::error_kind::os);
-    CHECK(e.message == "nic::open: " + thor.where() + ": 14e4:1750 (BCM57508) is a bnxt function: bnxt is not driven yet");
+TEST_CASE("nic: the model's BCM57508 IDs are read and opened as bnxt, its queue pairs with bnxt's limits",
+          "[model][bnxt][api][family]") {
+    rig::test::served_function thor(0, nullptr, rig::test::family::bnxt);
+    auto nic = thor.open();
+    auto q = rig::test::value(nic->make_qp());
+    CHECK(q.max_inline() == 96);                    // static WQEs: BNXT_RE_MAX_INLINE_SIZE
+    CHECK(q.room(rig::side::send) == 4095);         // 4096 slots, one kept free
+    CHECK(q.room(rig::side::receive) == 4095);
+    CHECK(thor.bnxt->with_firmware([](const auto& f) { return f.rcfw().qps.size(); }) == 1);
+    rig::test::ok(nic->close());
 }
 
 TEST_CASE("nic: the model's ConnectX-6 Dx IDs are read and opened as mlx5", "[model][mlx5][api][family]") {
-    rig::test::served_function m;
+    rig::test::served_mlx5 m;
     auto nic = m.open();
     CHECK(m.fn.state() == rig::sim::mlx5::hca_state::initialized);
+    auto q = rig::test::value(nic->make_qp());
+    CHECK(q.max_inline() == 28);                    // mlx5: one inline segment in a 64-byte WQE
+    CHECK(q.room(rig::side::send) == 4096);
 }

@@ -22,14 +22,14 @@
 namespace {
 
 using rig::test::ok;
-using rig::test::served_function;
+using rig::test::served_mlx5;
 using rig::test::value;
 namespace model = rig::sim::mlx5;
 
 }  // namespace
 
 TEST_CASE("nic: open and close, again and again, leave nothing in the model", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     for (int round = 0; round < 3; ++round) {
         auto nic = m.open();
         CHECK(m.fn.state() == model::hca_state::initialized);
@@ -56,7 +56,7 @@ TEST_CASE("nic: open and close, again and again, leave nothing in the model", "[
 
 TEST_CASE("nic: the options' trace and event hooks are family-neutral: records with their channel, events by name",
           "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     std::mutex lock;
     std::vector<rig::command_record> records;
     std::vector<bool> links;
@@ -113,7 +113,7 @@ TEST_CASE("nic: open of nothing is an error naming the place", "[model][mlx5][ap
 }
 
 TEST_CASE("region: allocate and deregister are reflected in the model's keys", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     const std::size_t objects = m.fn.objects();
 
@@ -167,7 +167,7 @@ TEST_CASE("region: allocate and deregister are reflected in the model's keys", "
 }
 
 TEST_CASE("region: a key the firmware refuses leaves nothing behind", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     const std::size_t objects = m.fn.objects();
     const std::size_t windows = m.srv->dma().window_count();
@@ -188,7 +188,7 @@ TEST_CASE("region: a key the firmware refuses leaves nothing behind", "[model][m
 
 TEST_CASE("nic: a second open of a function in use is refused at once as busy; the first keeps working",
           "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto first = m.open();
     const auto t0 = std::chrono::steady_clock::now();
     auto second = rig::nic::open(m.where());

@@ -21,7 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using rig::test::ok;
-using rig::test::served_function;
+using rig::test::served_mlx5;
 using rig::test::value;
 namespace ifc = rig::mlx5::ifc;
 
@@ -48,7 +48,7 @@ void check_connected(const rig::queue_pair& q, const rig::endpoint& peer) {
 }  // namespace
 
 TEST_CASE("queue pair: make gives an unconnected queue pair with a random 24-bit PSN", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     const std::size_t objects = m.fn.objects();
     auto a = value(nic->make_qp());
@@ -79,8 +79,8 @@ TEST_CASE("queue pair: make gives an unconnected queue pair with a random 24-bit
 }
 
 TEST_CASE("queue pair: connect to another NIC's, to one of the same NIC, and to itself", "[model][mlx5][api]") {
-    served_function m1(rig::test::quick_model(0));
-    served_function m2(rig::test::quick_model(1));
+    served_mlx5 m1(rig::test::quick_model(0));
+    served_mlx5 m2(rig::test::quick_model(1));
     auto n1 = m1.open();
     auto n2 = m2.open();
     CHECK(n1->mac() != n2->mac());
@@ -114,7 +114,7 @@ TEST_CASE("queue pair: connect to another NIC's, to one of the same NIC, and to 
 
 TEST_CASE("queue pair: a connect the firmware refused part-way, called again, connects from reset",
           "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     auto a = value(nic->make_qp());
     auto b = value(nic->make_qp());
@@ -146,8 +146,8 @@ TEST_CASE("queue pair: a connect the firmware refused part-way, called again, co
 }
 
 TEST_CASE("queue pair: every misuse throws and changes nothing", "[model][mlx5][api]") {
-    served_function m1(rig::test::quick_model(0));
-    served_function m2(rig::test::quick_model(1));
+    served_mlx5 m1(rig::test::quick_model(0));
+    served_mlx5 m2(rig::test::quick_model(1));
     auto n1 = m1.open();
     auto n2 = m2.open();
     auto r = value(n1->allocate(8192, rig::access::remote));
@@ -244,7 +244,7 @@ TEST_CASE("queue pair: every misuse throws and changes nothing", "[model][mlx5][
 }
 
 TEST_CASE("queue pair: destroy leaves no queue pair in the model; the handle is dead", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     const std::size_t objects = m.fn.objects();
     auto q = value(nic->make_qp());
@@ -269,7 +269,7 @@ TEST_CASE("queue pair: destroy leaves no queue pair in the model; the handle is 
 
 TEST_CASE("queue pair: firmware silence during destroy: an error, counted destroyed, memory stranded",
           "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     rig::nic_options o;
     o.command_timeout = 200ms;
     auto nic = m.open(o);
@@ -312,7 +312,7 @@ TEST_CASE("queue pair: firmware silence during destroy: an error, counted destro
 }
 
 TEST_CASE("queue pair: a refused make gives back what it took", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     const std::size_t objects = m.fn.objects();
     const std::size_t windows = m.srv->dma().window_count();
@@ -333,7 +333,7 @@ TEST_CASE("queue pair: a refused make gives back what it took", "[model][mlx5][a
 }
 
 TEST_CASE("queue pair: a destroy the firmware refuses counts as destroyed; close destroys it", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     const std::size_t objects = m.fn.objects();
     auto q = value(nic->make_qp());
@@ -351,7 +351,7 @@ TEST_CASE("queue pair: a destroy the firmware refuses counts as destroyed; close
 }
 
 TEST_CASE("queue pair: fails when the NIC reports its failure; poll sends no command", "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     auto nic = m.open();
     auto r = value(nic->allocate(8192, rig::access::remote));
     auto q = value(nic->make_qp());
@@ -384,7 +384,7 @@ TEST_CASE("queue pair: fails when the NIC reports its failure; poll sends no com
 
 TEST_CASE("queue pair: fails when the NIC's machine fails; close keeps what the firmware may name",
           "[model][mlx5][api]") {
-    served_function m;
+    served_mlx5 m;
     rig::nic_options o;
     o.health_interval = 50ms;
     o.command_timeout = 500ms;
@@ -415,7 +415,7 @@ TEST_CASE("queue pair: connect chooses the largest RoCE path MTU the port's Ethe
         INFO("port MTU " << port_mtu);
         auto o = rig::test::quick_model(0);
         o.firmware.port_mtu = port_mtu;
-        served_function m(o);
+        served_mlx5 m(o);
         auto nic = m.open();
         auto q = value(nic->make_qp());
         ok(q.connect(q.local()));
@@ -428,7 +428,7 @@ TEST_CASE("queue pair: connect at an agreed path MTU up to the NIC's; any other 
           "[model][mlx5][api]") {
     auto o = rig::test::quick_model(0);
     o.firmware.port_mtu = 1500;  // the NIC's path MTU: 1024
-    served_function m(o);
+    served_mlx5 m(o);
     auto nic = m.open();
     REQUIRE(nic->path_mtu() == 1024);
     auto q = value(nic->make_qp());

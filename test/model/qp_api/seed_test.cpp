@@ -66,7 +66,7 @@ using rig::test::served_function;
 using rig::test::two_served_nics;
 using rig::test::value;
 
-constexpr std::uint32_t ring_entries = 4096;  // mlx5: 2^12 slots, every one usable (bnxt: 4095)
+const std::uint32_t ring_entries = rig::test::ring_capacity();  // mlx5: 2^12 slots, every one usable; bnxt 4095
 
 
 // Takes every completion of `s` that is there, checking each against `expect(k)` (k counts the
@@ -106,7 +106,7 @@ TEST_CASE("seed - each ring holds 4096 entries on mlx5 (4095 on bnxt); room says
     CHECK(a.room(side::receive) == ring_entries);
 
     // Posting counts room down, one entry at a time, before any doorbell.
-    const std::uint64_t cqes = t.m1.fn.data_path()->cqes_written();
+    const std::uint64_t cqes = t.m1.cqes_written();
     for (std::uint32_t i = 0; i < 10; ++i) {
         rig::test::fill_pattern(r1.data() + 64 * i, 64, i);
         a.post_write(r1, 64 * i, 64, r2.remote(64 * i));
@@ -114,7 +114,7 @@ TEST_CASE("seed - each ring holds 4096 entries on mlx5 (4095 on bnxt); room says
     }
     a.ring(side::send);
     // The NIC completes all ten; the slots stay taken until the completions are taken.
-    await_cqes(t.m1, cqes + 10);
+    await_cqes(t.m1, cqes + t.m1.cqes_for_one_doorbell(10));
     CHECK(a.room(side::send) == ring_entries - 10);
     for (std::uint32_t i = 0; i < 10; ++i) {
         if (i % 2 == 0) {
@@ -155,7 +155,7 @@ TEST_CASE("seed - each ring holds 4096 entries on mlx5 (4095 on bnxt); room says
 TEST_CASE("seed - ring wrap: the completions of a ring are taken in the order of its entries; 3 x 4096 + 7 "
           "writes, sends and receives through one queue pair wrap the rings, data checked",
           "[model][mlx5][api][seed][any-nic]") {
-    constexpr std::size_t n = 3 * ring_entries + 7;
+    const std::size_t n = 3 * std::size_t{ring_entries} + 7;
     two_served_nics t(256 * 1024);
     auto &a = t.a, &b = t.b;
     auto &r1 = t.r1, &r2 = t.r2;
@@ -255,6 +255,35 @@ TEST_CASE("seed - WQE counter wrap: completions in the order of the entries past
         INFO("write " << i);
         REQUIRE(std::memcmp(r2.data() + 4 * i, expected.data() + 4 * i, bytes(i)) == 0);
     }
+    ok(t.n1->close());
+    ok(t.n2->close());
+}
+
+TEST_CASE("seed - read ~src:(s, i) ~dst:(r, at) n: s is a region of the queue pair's NIC and the peer a queue "
+          "pair of that NIC; otherwise misuse, and nothing is posted",
+          "[model][mlx5][api][seed][any-nic]") {
+    two_served_nics t(64 * 1024, rig::access::remote);
+    // two queue pairs of one NIC, connected to each other: the seed's read runs through the peer
+    auto a = value(t.n1->make_qp());
+    auto b = value(t.n1->make_qp());
+    ok(a.connect(b.local()));
+    ok(b.connect(a.local()));
+    auto src = value(t.n1->allocate(8192, rig::access::remote_read));
+    rig::test::fill_pattern(src.data() + 100, 3000, 21);
+    a.read(src, 100, t.r1, 10000, 3000);
+    expect_done(a, side::send, 3000);
+    CHECK(rig::test::pattern_mismatch(t.r1.data() + 10000, 3000, 21) == 3000);
+
+    const std::uint32_t room = a.room(side::send);
+    // s of another NIC; bytes outside s; s deregistered; the peer on another NIC (t.a's is t.b)
+    CHECK_THROWS_WITH(a.read(t.r2, 0, t.r1, 0, 64), Catch::Contains("not one of this queue pair's NIC"));
+    CHECK_THROWS_WITH(a.read(src, 8000, t.r1, 0, 200), Catch::Contains("do not lie in the region"));
+    CHECK_THROWS_WITH(t.a.read(t.r1, 0, t.r1, 100, 64), Catch::Contains("is not a queue pair of this NIC"));
+    auto gone = value(t.n1->allocate(4096, rig::access::remote_read));
+    ok(gone.deregister());
+    CHECK_THROWS_WITH(a.read(gone, 0, t.r1, 0, 64), Catch::Contains("deregistered"));
+    CHECK(a.room(side::send) == room);                 // nothing was posted
+    CHECK_FALSE(a.poll(side::send).has_value());
     ok(t.n1->close());
     ok(t.n2->close());
 }
@@ -422,18 +451,18 @@ TEST_CASE("seed - destroy: the NIC runs none of its entries and writes no memory
     b.receive(r2, 0, 4096);   // posted, then destroyed with its queue pair
     b.post_write(r2, 8192, 64, r1.remote(0));  // posted, never rung: must not run (r1 checked below)
     ok(b.destroy());
-    const std::uint64_t b_cqes = t.m2.fn.data_path()->cqes_written();
+    const std::uint64_t b_cqes = t.m2.cqes_written();
     std::memset(r2.data(), 0xa5, r2.size());  // what must still be there afterwards
     rig::test::fill_pattern(r1.data(), 4096, 5);
-    const std::uint64_t commands = t.m1.fn.commands_completed();
+    const std::uint64_t commands = t.m1.commands_completed();
     const auto t0 = std::chrono::steady_clock::now();
     a.send(r1, 0, 100);
     a.write(r1, 0, 4096, r2.remote(4096));  // the region is still registered: only the QP is gone
     const rig::error e = rig::test::expect_failed(a, side::send, 5s);
     const auto took = std::chrono::steady_clock::now() - t0;
     CHECK_FALSE(e.flushed);
-    CHECK(e.syndrome == 0x15u);
-    CHECK_THAT(e.message, Catch::Contains("transport retry counter exceeded"));
+    CHECK(e.syndrome == rig::test::expected(rig::test::failure_kind::retry_exceeded).syndrome);
+    CHECK_THAT(e.message, Catch::Contains(rig::test::expected(rig::test::failure_kind::retry_exceeded).name));
     CHECK(took >= 7 * 67ms);
     CHECK(took < 8 * 67ms + 1s);
     const rig::error rest = rig::test::expect_failed(a, side::send, 1s);
@@ -442,9 +471,9 @@ TEST_CASE("seed - destroy: the NIC runs none of its entries and writes no memory
         INFO("byte " << i);
         REQUIRE(r2.data()[i] == std::byte{0xa5});
     }
-    CHECK(t.m2.fn.data_path()->cqes_written() == b_cqes);  // no CQE for the destroyed queue pair
+    CHECK(t.m2.cqes_written() == b_cqes);  // no CQE for the destroyed queue pair
     CHECK(rig::test::pattern_mismatch(r1.data(), 4096, 5) == 4096);
-    CHECK(t.m1.fn.commands_completed() == commands);  // wait sent the firmware nothing
+    CHECK(t.m1.commands_completed() == commands);  // wait sent the firmware nothing
     ok(t.n1->close());
     ok(t.n2->close());
 }

@@ -1,13 +1,16 @@
 #pragma once
-// mlx5 function models served in this process, each on its own vfio-user socket, for the
-// public API to open by name ("vfio-user:PATH") as a program would: the API opens the driver
-// itself, so nothing else connects to the socket.
+// Function models served in this process, each on its own vfio-user socket, for the public API
+// to open by name ("vfio-user:PATH") as a program would: the API opens the driver itself, so
+// nothing else connects to the socket. served_mlx5: an mlx5 model, for the suites that look
+// inside it; served_function: a model of the family under test (RIG_TEST_FAMILY), for the
+// data-path suites, which run once per family.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <thread>
 #include <utility>
@@ -19,6 +22,8 @@
 #include "qp/region.hpp"
 #include "sim/mlx5/datapath.hpp"
 #include "sim/mlx5/function_model.hpp"
+#include "sim/bnxt/function_model.hpp"
+#include "sim/bnxt/datapath.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/vfio_user/server.hpp"
 #include "test/model/served_model.hpp"
@@ -34,15 +39,14 @@ inline sim::mlx5::function_options quick_model(std::uint16_t index = 0) {
 
 // Teardown (reverse order): the server first, whose destructor tells the function to stop
 // using its DMA space (device::server_closing), then the function model.
-struct served_function {
+struct served_mlx5 {
     temp_socket sock;
     sim::mlx5::function_model fn;
     std::unique_ptr<sim::vfio_user::server> srv;
 
     // On `w` (which must outlive it), the model runs the entries the API posts (its data path);
     // without one, entries are written and rung but never run.
-    explicit served_function(sim::mlx5::function_options o = quick_model(), sim::roce::wire* w = nullptr)
-        : fn(o) {
+    explicit served_mlx5(sim::mlx5::function_options o = quick_model(), sim::roce::wire* w = nullptr) : fn(o) {
         auto s = sim::vfio_user::server::create(sock.path(), fn);
         REQUIRE(s.has_value());
         srv = std::move(*s);
@@ -52,8 +56,8 @@ struct served_function {
             fn.attach_wire(*w);
         }
     }
-    served_function(const served_function&) = delete;
-    served_function& operator=(const served_function&) = delete;
+    served_mlx5(const served_mlx5&) = delete;
+    served_mlx5& operator=(const served_mlx5&) = delete;
     std::string where() const { return "vfio-user:" + sock.path(); }
 
     std::unique_ptr<rig::nic> open(const nic_options& o = {}) { return open_nic(where(), o); }
@@ -64,6 +68,98 @@ struct served_function {
         REQUIRE(n.has_value());
         return std::move(*n);
     }
+};
+
+// The family the data-path suites run on: RIG_TEST_FAMILY=mlx5|bnxt|mixed (meson registers each
+// of them once per family, the runs named by it); mlx5 when unset. mixed: function 0 (and every
+// even one) is an mlx5 function, function 1 (every odd one) a bnxt function, on one wire: RC
+// between the two families, RoCEv2 their common wire.
+enum class family { mlx5, bnxt, mixed };
+inline family family_under_test() {
+    const char* v = std::getenv("RIG_TEST_FAMILY");
+    if (v == nullptr || std::string_view(v) == "mlx5") {
+        return family::mlx5;
+    }
+    if (std::string_view(v) == "bnxt") {
+        return family::bnxt;
+    }
+    if (std::string_view(v) == "mixed") {
+        return family::mixed;
+    }
+    FAIL("RIG_TEST_FAMILY is none of mlx5, bnxt, mixed: " << v);
+    return family::mlx5;
+}
+// The family of function `index` under test (mixed: even mlx5, odd bnxt).
+inline family family_of(std::uint16_t index) {
+    const family f = family_under_test();
+    return f != family::mixed ? f : index % 2 == 0 ? family::mlx5 : family::bnxt;
+}
+
+inline sim::bnxt::function_options quick_bnxt_model(std::uint16_t index = 0) {
+    sim::bnxt::function_options o;
+    o.function_index = index;
+    o.firmware.mac = {0x02, 0x52, 0x49, 0x47, 0x42, static_cast<std::uint8_t>(index)};  // as rig-nicsim's
+    return o;
+}
+
+// A function model of the family under test (or of `f`), served as served_mlx5 serves one; what
+// the data-path suites ask of it beyond the API is family-neutral here.
+struct served_function {
+    temp_socket sock;
+    std::unique_ptr<sim::mlx5::function_model> mlx5;
+    std::unique_ptr<sim::bnxt::function_model> bnxt;
+    std::unique_ptr<sim::vfio_user::server> srv;
+
+    explicit served_function(std::uint16_t index = 0, sim::roce::wire* w = nullptr) : served_function(index, w, family_of(index)) {}
+    served_function(std::uint16_t index, sim::roce::wire* w, family f) {
+        sim::vfio_user::device* d = nullptr;
+        if (f == family::mlx5) {
+            mlx5 = std::make_unique<sim::mlx5::function_model>(quick_model(index));
+            d = mlx5.get();
+        } else {
+            bnxt = std::make_unique<sim::bnxt::function_model>(quick_bnxt_model(index));
+            d = bnxt.get();
+        }
+        auto s = sim::vfio_user::server::create(sock.path(), *d);
+        REQUIRE(s.has_value());
+        srv = std::move(*s);
+        mlx5 ? mlx5->attach(*srv) : bnxt->attach(*srv);
+        srv->start();
+        if (w != nullptr) {
+            mlx5 ? mlx5->attach_wire(*w) : bnxt->attach_wire(*w);
+        }
+    }
+    served_function(const served_function&) = delete;
+    served_function& operator=(const served_function&) = delete;
+    ~served_function() { srv.reset(); }   // the server before the model (served_mlx5's order)
+
+    std::string where() const { return "vfio-user:" + sock.path(); }
+    std::unique_ptr<rig::nic> open(const nic_options& o = {}) { return served_mlx5::open_nic(where(), o); }
+
+    // CQEs the function's data path has written in all (0 before it runs).
+    std::uint64_t cqes_written() const {
+        if (mlx5) {
+            return mlx5->data_path() != nullptr ? mlx5->data_path()->cqes_written() : 0;
+        }
+        return bnxt->data_path() != nullptr ? bnxt->data_path()->cqes_written() : 0;
+    }
+    // Whether its data path still runs (it leaves the model core when its server goes).
+    bool data_path_running() const { return mlx5 ? mlx5->data_path() != nullptr : bnxt->data_path() != nullptr; }
+    // Firmware commands it completed: mlx5's command queue; bnxt's HWRM requests and RoCE
+    // commands (CMDQ) together.
+    std::uint64_t commands_completed() const {
+        if (mlx5) {
+            return mlx5->commands_completed();
+        }
+        return bnxt->commands_completed() + bnxt->with_firmware([](const auto& f) { return f.rcfw().completed; });
+    }
+    // The requester CQEs the NIC writes for `n` send entries rung with one doorbell: one each on
+    // mlx5 (Rig signals every entry); one on bnxt (Rig signals a batch's last entry, whose CQE
+    // completes the batch: CQE aggregation, docs/bnxt-data-path.md).
+    std::uint64_t cqes_for_one_doorbell(std::uint64_t n) const { return mlx5 ? n : 1; }
+    void die() { mlx5 ? mlx5->die() : bnxt->die(); }
+    // The cable: the port's link up or down (the NIC's port event when the driver asked for it).
+    bool set_link(bool up) { return mlx5 ? mlx5->set_port_state(up) : bnxt->set_link(up); }
 };
 
 // RIG_TEST_NICS="A,B": the two functions the tests tagged [any-nic] open instead of the models
@@ -84,10 +180,11 @@ inline std::optional<std::pair<std::string, std::string>> external_nics() {
 }
 
 // A test's NIC k (0 or 1): RIG_TEST_NICS's when set, else the served model's.
-inline std::unique_ptr<rig::nic> open_test_nic(const served_function& m, int k, const nic_options& o = {}) {
+template <class Served>
+std::unique_ptr<rig::nic> open_test_nic(const Served& m, int k, const nic_options& o = {}) {
     const auto ext = external_nics();
     const std::string where = ext ? (k == 0 ? ext->first : ext->second) : m.where();
-    return served_function::open_nic(where, o);
+    return served_mlx5::open_nic(where, o);
 }
 
 template <class T>
@@ -99,6 +196,35 @@ T value(rig::result<T> r) {
 inline void ok(const rig::result<void>& r) {
     INFO((r ? std::string() : r.error().message));
     REQUIRE(r.has_value());
+}
+
+// ---- the errors entries carry, by family: each family's raw code and the name its table gives
+
+enum class failure_kind { local_length, remote_invalid_request, remote_access, retry_exceeded };
+struct expected_failure {
+    std::uint32_t syndrome;   // rig::error::syndrome
+    const char* name;         // in the error's message
+};
+// mlx5: the CQE syndromes (mlx5dv.h MLX5_CQE_SYNDROME_*) and abi/mlx5's names; bnxt: the CQE
+// statuses of the requester and responder tables (roce_hsi.h CQ_REQ_STATUS_*, CQ_RES_RC_STATUS_*).
+inline expected_failure expected(failure_kind k, std::uint16_t function_index = 0) {
+    const bool mlx5 = family_of(function_index) == family::mlx5;
+    switch (k) {
+    case failure_kind::local_length: return mlx5 ? expected_failure{0x01, "local length error"}
+                                                 : expected_failure{0x02, "LOCAL_LENGTH_ERR"};
+    case failure_kind::remote_invalid_request: return mlx5 ? expected_failure{0x12, "remote invalid request error"}
+                                                           : expected_failure{0x06, "REMOTE_INVALID_REQUEST_ERR"};
+    case failure_kind::remote_access: return mlx5 ? expected_failure{0x13, "remote access error"}
+                                                  : expected_failure{0x07, "REMOTE_ACCESS_ERR"};
+    case failure_kind::retry_exceeded: return mlx5 ? expected_failure{0x15, "transport retry counter exceeded"}
+                                                   : expected_failure{0x0a, "TRANSPORT_RETRY_CNT_ERR"};
+    }
+    return {0, ""};
+}
+// How many entries a ring of function `function_index`'s family holds at the API's default 2^12
+// slots: mlx5 uses every slot, a bnxt ring keeps one free (reference/bnxt.md §3.7).
+inline std::uint32_t ring_capacity(std::uint16_t function_index = 0) {
+    return family_of(function_index) == family::mlx5 ? 4096 : 4095;
 }
 
 // ---- shared by the seed, error and soak suites (seed_test.cpp, errors_test.cpp, soak_test.cpp)
@@ -116,7 +242,7 @@ struct two_served_nics {
     rig::region r1, r2;
     rig::queue_pair a, b;
     explicit two_served_nics(std::size_t bytes, rig::access acc = rig::access::remote, const nic_options& o = {})
-        : m1(quick_model(0), &w), m2(quick_model(1), &w), n1(open_test_nic(m1, 0, o)), n2(open_test_nic(m2, 1, o)),
+        : m1(0, &w), m2(1, &w), n1(open_test_nic(m1, 0, o)), n2(open_test_nic(m2, 1, o)),
           r1(value(n1->allocate(bytes, acc))), r2(value(n2->allocate(bytes, acc))),
           a(value(n1->make_qp())), b(value(n2->make_qp())) {
         ok(a.connect(b.local()));
@@ -127,12 +253,12 @@ struct two_served_nics {
 // Waits (at most 5 s) until the function's data path has written `cqes` CQEs in all: entries
 // have completed in the NIC, whether or not the API has taken their completions.
 inline void await_cqes(const served_function& m, std::uint64_t cqes) {
-    REQUIRE(m.fn.data_path() != nullptr);
+    REQUIRE(m.data_path_running());
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (m.fn.data_path()->cqes_written() < cqes && std::chrono::steady_clock::now() < end) {
+    while (m.cqes_written() < cqes && std::chrono::steady_clock::now() < end) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    REQUIRE(m.fn.data_path()->cqes_written() >= cqes);
+    REQUIRE(m.cqes_written() >= cqes);
 }
 
 // The oldest due entry of `s` completes Ok with `n` bytes within `bound`.

@@ -22,7 +22,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "abi/mlx5/entry.hpp"
 #include "qp/nic.hpp"
 #include "qp/qp.hpp"
 #include "qp/region.hpp"
@@ -101,7 +100,7 @@ TEST_CASE("soak: mixed WRITE, inline WRITE, SEND/RECEIVE and READ of 1 B to 1 Mi
             o.k = static_cast<kind>(rng() % 4);
             o.n = draw_size(rng, next);
             if (o.k == kind::write_inline) {
-                o.n = 1 + o.n % rig::mlx5::abi::max_inline;
+                o.n = 1 + o.n % t.a.max_inline();
             }
             o.room = o.k == kind::send ? o.n + rng() % 64 : o.n;
             if (c1 + o.n > region_bytes || c2 + o.room + 1 > region_bytes) {

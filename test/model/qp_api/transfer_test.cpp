@@ -41,6 +41,7 @@ void done(rig::queue_pair& q, rig::side s, std::uint32_t n) { rig::test::expect_
 
 // a (region ra) and b (region rb), connected: a's operations land in rb.
 void round_trips(rig::queue_pair& a, const rig::region& ra, rig::queue_pair& b, const rig::region& rb) {
+    const std::uint32_t capacity = a.room(rig::side::send);   // every earlier result taken: the ring's all
     // RDMA WRITE
     fill(ra, 0, 1000, 1);
     a.write(ra, 0, 1000, rb.remote(100));
@@ -73,12 +74,12 @@ void round_trips(rig::queue_pair& a, const rig::region& ra, rig::queue_pair& b, 
         fill(ra, 40000 + 64 * i, 64, static_cast<std::uint8_t>(i));
         a.post_write(ra, 40000 + 64 * i, 64 - i, rb.remote(40000 + 64 * i));
     }
-    CHECK(a.room(rig::side::send) == 4096 - 16);
+    CHECK(a.room(rig::side::send) == capacity - 16);
     a.ring(rig::side::send);
     for (std::uint32_t i = 0; i < 16; ++i) {
         done(a, rig::side::send, 64 - i);
     }
-    CHECK(a.room(rig::side::send) == 4096);
+    CHECK(a.room(rig::side::send) == capacity);
     for (std::uint32_t i = 0; i < 16; ++i) {
         CHECK(same(ra, 40000 + 64 * i, rb, 40000 + 64 * i, 64 - i));
     }
@@ -102,7 +103,7 @@ TEST_CASE("transfer: WRITE, inline WRITE, SEND/RECEIVE, READ and a batch between
 
 TEST_CASE("transfer: two queue pairs of one NIC, and a queue pair connected to itself", "[model][mlx5][api]") {
     rig::sim::roce::wire w;
-    served_function m(rig::test::quick_model(0), &w);
+    served_function m(0, &w);
     auto nic = m.open();
     auto r1 = value(nic->allocate(64 * 1024, rig::access::remote));
     auto r2 = value(nic->allocate(64 * 1024, rig::access::remote));
@@ -148,7 +149,7 @@ TEST_CASE("transfer: a send longer than its receive fails both queue pairs; late
     REQUIRE(later.has_value());
     REQUIRE_FALSE(later->has_value());
     CHECK(later->error().flushed);
-    CHECK(a.room(rig::side::send) == 4096);
+    CHECK(a.room(rig::side::send) == rig::test::ring_capacity());
 }
 
 TEST_CASE("transfer: after destroy returns Ok the NIC writes nothing for the queue pair; the peer's send "
@@ -176,8 +177,8 @@ TEST_CASE("transfer: after destroy returns Ok the NIC writes nothing for the que
 
 TEST_CASE("transfer: a long wait sleeps on the CQ's completion event, not on a core", "[model][mlx5][api]") {
     rig::sim::roce::wire w;
-    served_function m1(rig::test::quick_model(0), &w);
-    served_function m2(rig::test::quick_model(1), &w);
+    served_function m1(0, &w);
+    served_function m2(1, &w);
     std::atomic<int> events{0};
     rig::nic_options counting;
     counting.completion = [&](std::uint32_t) { events.fetch_add(1); };

@@ -101,6 +101,9 @@ TEST_CASE("rig-perf options: short, long, attached and = forms", "[unit][perf]")
     CHECK(*ok({"write_lat", "--sim", "--plot=o.svg"}).plot_path == "o.svg");
     CHECK(*ok({"write_bw", "--sim", "--plot", "out.png"}).plot_path == "out.png");  // SVG or PNG
     CHECK(*ok({"write_bw", "--sim", "--plot=dir/Out.PNG"}).plot_path == "dir/Out.PNG");
+    CHECK(ok({"write_bw", "--sim", "--family", "bnxt"}).sim_family == "bnxt");
+    CHECK(ok({"write_bw", "--sim", "--family=mixed"}).sim_family == "mixed");
+    CHECK(ok({"write_bw", "--sim"}).sim_family == "mlx5");
     CHECK(ok({"-h"}).help);
     CHECK(ok({"write_bw", "--help"}).help);
     CHECK(ok({"write_bw", "-d", dev, "-n", "5"}).iterations == 5);
@@ -143,8 +146,10 @@ TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]"
     CHECK(refused({"write_bw", "-d", dev, "-m", "128"}) == "-m 128: out of range 256..4096");
     CHECK(refused({"write_bw", "-d", dev, "-m", "8192"}) == "-m 8192: out of range 256..4096");
     CHECK(refused({"write_bw", "-d", dev, "-m"}) == "-m needs a value");
-    CHECK(refused({"write_bw", "-d", dev, "-I", "29"}) ==
-          "-I 29: at most 28 (mlx5 inline RDMA WRITE carries 28 bytes in rig today)");
+    CHECK(refused({"write_bw", "-d", dev, "-I", "97"}) ==
+          "-I 97: at most 96 (an inline RDMA WRITE carries 28 bytes on mlx5, 96 on bnxt)");
+    CHECK(refused({"write_bw", "-d", dev, "--family", "bnxt"}) == "--family bnxt without --sim: -d names the device itself");
+    CHECK(refused({"write_bw", "--sim", "--family", "cx7"}) == "--family cx7: not mlx5, bnxt or mixed");
     CHECK(refused({"read_bw", "-d", dev, "-I", "8"}) == "-I 8: read_bw has no inline form (rig inlines RDMA WRITE only)");
     CHECK(refused({"send_lat", "-d", dev, "-I", "8"}) ==
           "-I 8: send_lat has no inline form (rig inlines RDMA WRITE only)");

@@ -1,0 +1,44 @@
+#pragma once
+// How a queue pair's failure spreads over its two rings, the same for every family: a queue
+// pair fails as a whole (seed: "the NIC then runs none of its entries that have no completion,
+// of either ring"). `Send` and `Receive` are a family's queues: entries() (qp/ring.hpp), fail(e)
+// and adopt_failure(e). Hot path: a compare when nothing failed.
+#include "qp/ring.hpp"
+
+namespace rig::qp {
+
+// The queue pair failed from outside (the NIC reported it, or the NIC failed): a ring not yet
+// failed fails with `e`; one failed only by the NIC's flushes takes `e` as the error its
+// remaining entries carry.
+template <class Send, class Receive>
+[[gnu::cold]] void fail_both(Send& sq, Receive& rq, const entry_error& e) noexcept {
+    sq.fail(e);
+    sq.adopt_failure(e);
+    rq.fail(e);
+    rq.adopt_failure(e);
+}
+
+// The ring whose entry failed itself gives its failure to the other, which may so far hold only
+// the NIC's flushes (mlx5's flush CQEs, taken in whichever CQ was polled first) or nothing at
+// all (bnxt writes no flush CQEs: the other ring is flushed here, in software).
+template <class Send, class Receive>
+void spread_failure(Send& sq, Receive& rq) noexcept {
+    const ring& send = sq.entries();
+    const ring& receive = rq.entries();
+    if (!send.failed() && !receive.failed()) [[likely]] {
+        return;
+    }
+    if (send.failed_itself() && !receive.failed_itself()) {
+        rq.fail(send.failure());
+        rq.adopt_failure(send.failure());
+    } else if (receive.failed_itself() && !send.failed_itself()) {
+        sq.fail(receive.failure());
+        sq.adopt_failure(receive.failure());
+    } else if (send.failed() && !receive.failed()) {
+        rq.fail(send.failure());
+    } else if (receive.failed() && !send.failed()) {
+        sq.fail(receive.failure());
+    }
+}
+
+}  // namespace rig::qp
