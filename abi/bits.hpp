@@ -10,6 +10,7 @@
 //    by mask and shift inside a little-endian word.
 // No C/C++ bitfields and no host-order structs touch device memory: both hide byte order.
 #include <bit>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +22,16 @@
 namespace rig::abi {
 
 // ---- plain loads and stores of a given byte order at any alignment ----------------------------
+
+// An array of octets (a MAC, a GID as firmware structs hold them) as std::byte.
+template <std::size_t N>
+constexpr std::array<std::byte, N> byte_array(const std::array<std::uint8_t, N>& a) noexcept {
+    std::array<std::byte, N> out{};
+    for (std::size_t i = 0; i < N; ++i) {
+        out[i] = std::byte{a[i]};
+    }
+    return out;
+}
 
 template <class T>
 inline T load_be(const std::byte* p) noexcept {

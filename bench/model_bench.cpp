@@ -1,7 +1,12 @@
-// bench-model: RDMA WRITE through the whole device model, as a program sees it. Two mlx5
-// function models on one in-process wire, each served on its own vfio-user socket by this
-// process, opened with the public API (rig::nic::open("vfio-user:..."), allocate, make_qp,
-// connect). Prints figures, asserts nothing (issue 5, "Benchmarks"):
+// bench-model: RDMA WRITE through the whole device model, as a program sees it. Two function
+// models on one in-process wire, each served on its own vfio-user socket by this process,
+// opened with the public API (rig::nic::open("vfio-user:..."), allocate, make_qp, connect).
+// One block of figures per family (--family): mlx5 (two ConnectX functions), bnxt (two
+// BCM57508 functions), mixed (function 0 mlx5, function 1 bnxt: RC across the families, the
+// throughput figures in both directions); all (the default): the three in one run, then a
+// summary table. Prints figures, asserts nothing (issue 5, "Benchmarks"); the issue's targets
+// are printed beside them (64 B WRITE >= 5 M msg/s on one model core; 64 KiB WRITE >= 50 % of
+// single-core memcpy):
 //  (a) 64-byte RDMA WRITE message rate, NIC 0 -> NIC 1: entries posted in batches (post_write
 //      x N, one doorbell) keeping the send ring full, completions polled; with the CPU time of
 //      each model thread (data path, firmware, vfio-user server: /proc/self/task/*/stat), so
@@ -16,8 +21,9 @@
 // What the figures mean (reference/perftest-and-performance.md §0): the CPU cost of a software
 // NIC on this host, never a card's wire or PCIe time.
 //
-//   meson compile -C build bench-model                 (about 20 s)
-//   build/bench/model-bench [--quick] [--only rate|bandwidth|latency] [--seconds S] [--iters N]
+//   meson compile -C build bench-model                 (about 45 s: the three families, 2 cores)
+//   build/bench/model-bench [--family mlx5|bnxt|mixed|all] [--quick] [--only rate|bandwidth|latency]
+//                           [--seconds S] [--iters N]
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -42,6 +48,8 @@
 #include "qp/nic.hpp"
 #include "qp/qp.hpp"
 #include "qp/region.hpp"
+#include "sim/bnxt/datapath.hpp"
+#include "sim/bnxt/function_model.hpp"
 #include "sim/mlx5/datapath.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/roce/wire.hpp"
@@ -76,6 +84,7 @@ struct options {
     int iterations = 10000;     // latency round trips measured
     int warmup = 1000;
     std::string only;           // "", "rate", "bandwidth", "latency"
+    std::vector<std::string> families{"mlx5", "bnxt", "mixed"};   // --family
 };
 
 options parse(int argc, char** argv) {
@@ -97,12 +106,22 @@ options parse(int argc, char** argv) {
             if (o.only != "rate" && o.only != "bandwidth" && o.only != "latency") {
                 die("--only takes rate, bandwidth or latency, not " + o.only);
             }
+        } else if (a == "--family") {
+            const std::string f = next();
+            if (f == "all") {
+                o.families = {"mlx5", "bnxt", "mixed"};
+            } else if (f == "mlx5" || f == "bnxt" || f == "mixed") {
+                o.families = {f};
+            } else {
+                die("--family takes mlx5, bnxt, mixed or all, not " + f);
+            }
         } else if (a == "--seconds") {
             o.seconds = std::atof(next().c_str());
         } else if (a == "--iters") {
             o.iterations = std::atoi(next().c_str());
         } else {
-            die("unknown argument " + a + " (--quick, --only rate|bandwidth|latency, --seconds S, --iters N)");
+            die("unknown argument " + a +
+                " (--family mlx5|bnxt|mixed|all, --quick, --only rate|bandwidth|latency, --seconds S, --iters N)");
         }
     }
     if (o.seconds <= 0 || o.iterations < 10) {
@@ -113,31 +132,56 @@ options parse(int argc, char** argv) {
 
 // ---- the model, served by this process ------------------------------------------------------------
 
+// The family of function k in a block: "mlx5", "bnxt", or for "mixed" mlx5 (k even) and bnxt (k odd).
+std::string function_family(const std::string& block, int k) {
+    return block != "mixed" ? block : k % 2 == 0 ? "mlx5" : "bnxt";
+}
+
 struct served {
+    std::string family;   // the block's: mlx5, bnxt, mixed
     std::string dir;
     rig::sim::roce::wire wire;
-    std::vector<std::unique_ptr<rig::sim::mlx5::function_model>> fns;
+    std::vector<std::unique_ptr<rig::sim::mlx5::function_model>> mlx5;   // by function; null when bnxt
+    std::vector<std::unique_ptr<rig::sim::bnxt::function_model>> bnxt;   // by function; null when mlx5
     std::vector<std::unique_ptr<rig::sim::vfio_user::server>> servers;
 
-    explicit served(int functions) {
+    served(const std::string& block, int functions) : family(block) {
         char tmpl[] = "/tmp/rig-model-bench-XXXXXX";
         if (::mkdtemp(tmpl) == nullptr) {
             die("mkdtemp");
         }
         dir = tmpl;
         for (int k = 0; k < functions; ++k) {
-            rig::sim::mlx5::function_options o;
-            o.init_time = 1ms;
-            o.function_index = static_cast<std::uint16_t>(k);
-            fns.push_back(std::make_unique<rig::sim::mlx5::function_model>(o));
-            auto s = rig::sim::vfio_user::server::create(socket(k), *fns.back());
+            rig::sim::vfio_user::device* d = nullptr;
+            if (family_of(k) == "mlx5") {
+                rig::sim::mlx5::function_options o;
+                o.init_time = 1ms;
+                o.function_index = static_cast<std::uint16_t>(k);
+                mlx5.push_back(std::make_unique<rig::sim::mlx5::function_model>(o));
+                bnxt.push_back(nullptr);
+                d = mlx5.back().get();
+            } else {
+                rig::sim::bnxt::function_options o;
+                o.function_index = static_cast<std::uint16_t>(k);
+                o.firmware.mac = {0x02, 0x52, 0x49, 0x47, 0x42, static_cast<std::uint8_t>(k)};   // as rig-nicsim's
+                bnxt.push_back(std::make_unique<rig::sim::bnxt::function_model>(o));
+                mlx5.push_back(nullptr);
+                d = bnxt.back().get();
+            }
+            auto s = rig::sim::vfio_user::server::create(socket(k), *d);
             if (!s) {
                 die("serving " + socket(k) + ": " + s.error());
             }
             servers.push_back(std::move(*s));
-            fns.back()->attach(*servers.back());
-            servers.back()->start();
-            fns.back()->attach_wire(wire);
+            if (mlx5.back()) {
+                mlx5.back()->attach(*servers.back());
+                servers.back()->start();
+                mlx5.back()->attach_wire(wire);
+            } else {
+                bnxt.back()->attach(*servers.back());
+                servers.back()->start();
+                bnxt.back()->attach_wire(wire);
+            }
         }
     }
     ~served() {
@@ -145,19 +189,25 @@ struct served {
             s->stop();
         }
         servers.clear();
-        fns.clear();
+        mlx5.clear();
+        bnxt.clear();
         std::error_code ec;
         std::filesystem::remove_all(dir, ec);
     }
     // data-path passes of every function so far (datapath.hpp counters)
     std::uint64_t passes() const {
         std::uint64_t n = 0;
-        for (const auto& f : fns) {
-            n += f->data_path()->passes();
+        for (std::size_t k = 0; k < mlx5.size(); ++k) {
+            if (mlx5[k] && mlx5[k]->data_path() != nullptr) {
+                n += mlx5[k]->data_path()->passes();
+            } else if (bnxt[k] && bnxt[k]->data_path() != nullptr) {
+                n += bnxt[k]->data_path()->passes();
+            }
         }
         return n;
     }
-    std::string socket(int k) const { return dir + "/mlx5-" + std::to_string(k) + ".sock"; }
+    std::string family_of(int k) const { return function_family(family, k); }
+    std::string socket(int k) const { return dir + "/" + family_of(k) + "-" + std::to_string(k) + ".sock"; }
     std::string where(int k) const { return "vfio-user:" + socket(k); }
 };
 
@@ -220,22 +270,22 @@ double print_cpu(const std::map<int, thread_cpu>& before, const std::map<int, th
     return model;
 }
 
-// ---- throughput: NIC 0 -> NIC 1 in this process --------------------------------------------------------
+// ---- throughput: NIC `from` -> NIC `to` in this process -------------------------------------------------
 
 struct pair_of_nics {
     std::unique_ptr<rig::nic> a, b;
     rig::region ra, rb;
     rig::queue_pair qa, qb;
 
-    pair_of_nics(const served& m, std::size_t bytes) {
-        a = value(rig::nic::open(m.where(0)), "open NIC 0");
-        b = value(rig::nic::open(m.where(1)), "open NIC 1");
-        ra = value(a->allocate(bytes, rig::access::remote), "allocate on NIC 0");
-        rb = value(b->allocate(bytes, rig::access::remote), "allocate on NIC 1");
-        qa = value(a->make_qp(), "make_qp on NIC 0");
-        qb = value(b->make_qp(), "make_qp on NIC 1");
-        ok(qa.connect(qb.local()), "connect NIC 0's QP");
-        ok(qb.connect(qa.local()), "connect NIC 1's QP");
+    pair_of_nics(const served& m, std::size_t bytes, int from = 0, int to = 1) {
+        a = value(rig::nic::open(m.where(from)), "open the sending NIC");
+        b = value(rig::nic::open(m.where(to)), "open the receiving NIC");
+        ra = value(a->allocate(bytes, rig::access::remote), "allocate on the sending NIC");
+        rb = value(b->allocate(bytes, rig::access::remote), "allocate on the receiving NIC");
+        qa = value(a->make_qp(), "make_qp on the sending NIC");
+        qb = value(b->make_qp(), "make_qp on the receiving NIC");
+        ok(qa.connect(qb.local()), "connect the sending NIC's QP");
+        ok(qb.connect(qa.local()), "connect the receiving NIC's QP");
     }
     ~pair_of_nics() {
         (void)qa.destroy();
@@ -324,24 +374,48 @@ void print_wire(const model_counters& before, const model_counters& after, doubl
                 static_cast<double>(after.passes - before.passes) / messages);
 }
 
-void throughput(served& m, const options& o) {
-    pair_of_nics p(m, 64 << 20);
+// One block's figures, for the summary at the end (negative: not measured).
+struct figures {
+    std::string name;
+    double rate = -1, rate_cores = -1, rate_cpu_ns = -1;
+    double bw = -1, memcpy_bw = -1;
+    double latency_us = -1;
+};
+
+const char* verdict(bool met) { return met ? "met" : "NOT met"; }
+
+// (a) and (b) from function `from` to function `to`; `tag` names the direction in the figures.
+void throughput(served& m, const options& o, int from, int to, figures& f) {
+    pair_of_nics p(m, 64 << 20, from, to);
     std::memset(p.ra.data(), 0x5a, p.ra.size());
+    const std::string dir = "NIC " + std::to_string(from) + " (" + m.family_of(from) + ") -> NIC " + std::to_string(to) +
+                            " (" + m.family_of(to) + ")";
     if (o.only.empty() || o.only == "rate") {
+        const std::uint32_t ring = p.qa.room(rig::side::send);
         write_rate(p, 64, o.seconds / 5, 256);   // warm-up: frame pool, caches
         const auto before = threads_cpu();
         const auto wire_before = counters_of(m);
         const rate r = write_rate(p, 64, o.seconds, 256);
         const auto after = threads_cpu();
         const auto wire_after = counters_of(m);
-        std::printf("(a) 64 B RDMA WRITE, NIC 0 -> NIC 1, batches of 256 per doorbell, 4096-entry ring: %.3f M msg/s "
-                    "(%.0f ns each)\n", r.messages_per_s / 1e6, 1e9 / r.messages_per_s);
+        std::printf("(a) 64 B RDMA WRITE, %s, batches of 256 per doorbell, %u-entry ring: %.3f M msg/s "
+                    "(%.0f ns each)\n", dir.c_str(), ring, r.messages_per_s / 1e6, 1e9 / r.messages_per_s);
         const double model_cpu = print_cpu(before, after, r.wall);
         print_wire(wire_before, wire_after, r.messages_per_s * r.wall);
+        const double cpu_ns = 1e9 * model_cpu / (r.messages_per_s * r.wall);
         std::printf("    model CPU per message: %.0f ns (the model threads' CPU time over the messages: less "
-                    "sensitive than the rate to a host with fewer free cores than busy threads)\n", 1e9 * model_cpu / (r.messages_per_s * r.wall));
+                    "sensitive than the rate to a host with fewer free cores than busy threads)\n", cpu_ns);
+        const double cores = model_cpu / r.wall;
+        std::printf("    target: >= 5 M msg/s on one model core: %.3f M msg/s with the model on %.2f cores "
+                    "(%.2f M msg/s per model core by its CPU time): %s\n", r.messages_per_s / 1e6, cores,
+                    1e3 / cpu_ns, verdict(r.messages_per_s >= 5e6 && cores <= 1.05));
         if (std::memcmp(p.ra.data(), p.rb.data(), 64) != 0) {
             die("the 64 B WRITEs did not land");
+        }
+        if (f.rate < 0) {
+            f.rate = r.messages_per_s;
+            f.rate_cores = cores;
+            f.rate_cpu_ns = cpu_ns;
         }
     }
     if (o.only.empty() || o.only == "bandwidth") {
@@ -353,18 +427,26 @@ void throughput(served& m, const options& o) {
         const auto after = threads_cpu();
         const auto wire_after = counters_of(m);
         const double bw = r.messages_per_s * block;
-        const double mc = memcpy_rate(p.ra, block, o.seconds) * block;
+        // single-core memcpy in this run (once a block: the host is the same for both directions)
+        if (f.memcpy_bw < 0) {
+            f.memcpy_bw = memcpy_rate(p.ra, block, o.seconds) * block;
+        }
+        const double mc = f.memcpy_bw;
         // the path MTU connect chose
         const auto q = p.qa.query();
         const unsigned mtu = q ? q->path_mtu : 0u;
-        std::printf("(b) 64 KiB RDMA WRITE, path MTU %u: %.2f GB/s; single-core memcpy of 64 KiB blocks: %.2f GB/s; "
-                    "ratio %.0f %%\n", mtu, bw / 1e9, mc / 1e9, 100 * bw / mc);
+        std::printf("(b) 64 KiB RDMA WRITE, %s, path MTU %u: %.2f GB/s; single-core memcpy of 64 KiB blocks: "
+                    "%.2f GB/s; ratio %.0f %%\n", dir.c_str(), mtu, bw / 1e9, mc / 1e9, 100 * bw / mc);
         const double model_cpu = print_cpu(before, after, r.wall);
         print_wire(wire_before, wire_after, r.messages_per_s * r.wall);
         std::printf("    model CPU per 64 KiB: %.1f us, i.e. %.2f GB/s per model core\n",
                     1e6 * model_cpu / (r.messages_per_s * r.wall), r.messages_per_s * r.wall * block / model_cpu / 1e9);
+        std::printf("    target: >= 50 %% of single-core memcpy: %.0f %%: %s\n", 100 * bw / mc, verdict(bw >= mc / 2));
         if (std::memcmp(p.ra.data(), p.rb.data(), block) != 0) {
             die("the 64 KiB WRITEs did not land");
+        }
+        if (f.bw < 0) {
+            f.bw = bw;
         }
     }
 }
@@ -497,6 +579,10 @@ struct latency_children {
     int result = -1;
 };
 
+// The pipe ends this process keeps for the children forked so far: a later child closes its
+// copies, so each pipe's end is where it belongs (an end of file when its owner goes).
+std::vector<int> parent_fds;
+
 // Forked before any thread of this process exists, so each child is a plain single-threaded copy.
 latency_children fork_latency_children(const options& o) {
     latency_children k;
@@ -507,22 +593,29 @@ latency_children fork_latency_children(const options& o) {
             die("fork");
         }
         if (k.pid[i] == 0) {
+            for (int fd : parent_fds) {
+                ::close(fd);
+            }
             ::close(go[i].fd[1]);
+            ::close(result.fd[0]);
             const int to_peer = i == 0 ? a_to_b.fd[1] : b_to_a.fd[1];
             const int from_peer = i == 0 ? b_to_a.fd[0] : a_to_b.fd[0];
             ping_pong(i, go[i].fd[0], to_peer, from_peer, result.fd[1], o);
         }
         ::close(go[i].fd[0]);
         k.go[i] = go[i].fd[1];
+        parent_fds.push_back(k.go[i]);
     }
     for (int fd : {a_to_b.fd[0], a_to_b.fd[1], b_to_a.fd[0], b_to_a.fd[1], result.fd[1]}) {
         ::close(fd);
     }
     k.result = result.fd[0];
+    parent_fds.push_back(k.result);
     return k;
 }
 
-void latency(const served& m, latency_children& k) {
+// The block's latency figure (function 0's child writes first); the median one-way latency in µs.
+double latency(const served& m, latency_children& k) {
     const auto before = threads_cpu();
     const auto start = clk::now();
     for (int i = 0; i < 2; ++i) {
@@ -541,8 +634,45 @@ void latency(const served& m, latency_children& k) {
     if (line.empty()) {
         die("latency: no result");
     }
-    std::printf("(c) 8 B RDMA WRITE ping-pong between two processes (model in a third): %s\n", line.c_str());
+    std::printf("(c) 8 B RDMA WRITE ping-pong between two processes on NIC 0 (%s) and NIC 1 (%s), model in a "
+                "third: %s\n", m.family_of(0).c_str(), m.family_of(1).c_str(), line.c_str());
     print_cpu(before, after, wall);
+    double median = -1;
+    if (const auto at = line.find("median "); at != std::string::npos) {
+        median = std::atof(line.c_str() + at + 7);
+    }
+    return median;
+}
+
+std::string describe(const std::string& family) {
+    if (family == "mlx5") {
+        return "two mlx5 functions (ConnectX-6 Dx)";
+    }
+    if (family == "bnxt") {
+        return "two bnxt functions (BCM57508)";
+    }
+    return "function 0 mlx5 (ConnectX-6 Dx), function 1 bnxt (BCM57508): RC across the families";
+}
+
+void print_summary(const std::vector<figures>& all) {
+    const auto num = [](double v, const char* fmt) {
+        if (v < 0) {
+            return std::string("-");
+        }
+        char b[32];
+        std::snprintf(b, sizeof b, fmt, v);
+        return std::string(b);
+    };
+    std::printf("\nsummary (targets: 64 B WRITE >= 5 M msg/s on one model core; 64 KiB WRITE >= 50 %% of memcpy)\n");
+    std::printf("  %-18s %12s %12s %14s %12s %12s %7s %14s\n", "family", "64B M msg/s", "model cores", "ns CPU/msg",
+                "64KiB GB/s", "memcpy GB/s", "ratio", "lat median us");
+    for (const figures& f : all) {
+        std::printf("  %-18s %12s %12s %14s %12s %12s %7s %14s\n", f.name.c_str(), num(f.rate / 1e6, "%.3f").c_str(),
+                    num(f.rate_cores, "%.2f").c_str(), num(f.rate_cpu_ns, "%.0f").c_str(), num(f.bw / 1e9, "%.2f").c_str(),
+                    num(f.memcpy_bw / 1e9, "%.2f").c_str(),
+                    f.bw < 0 || f.memcpy_bw <= 0 ? "-" : num(100 * f.bw / f.memcpy_bw, "%.0f%%").c_str(),
+                    num(f.latency_us, "%.2f").c_str());
+    }
 }
 
 }  // namespace
@@ -550,21 +680,41 @@ void latency(const served& m, latency_children& k) {
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
     const bool want_latency = o.only.empty() || o.only == "latency";
-    latency_children k;
+    // every block's latency children, forked before any thread starts
+    std::vector<latency_children> children(o.families.size());
     if (want_latency) {
-        k = fork_latency_children(o);
+        for (auto& k : children) {
+            k = fork_latency_children(o);
+        }
     }
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    std::printf("bench-model: the device model (two mlx5 functions on one in-process wire) through the public API; "
-                "figures are this host's CPU cost, not a NIC's\n");
-    {
-        served m(2);
-        if (o.only != "latency") {
-            throughput(m, o);
+    std::printf("bench-model: the device model (two functions on one in-process wire) through the public API, "
+                "family by family; figures are this host's CPU cost, not a NIC's\n");
+    std::vector<figures> all;
+    for (std::size_t b = 0; b < o.families.size(); ++b) {
+        const std::string& family = o.families[b];
+        std::printf("\n== family %s: %s ==\n", family.c_str(), describe(family).c_str());
+        figures f, reverse;
+        f.name = family == "mixed" ? "mixed mlx5->bnxt" : family;
+        reverse.name = "mixed bnxt->mlx5";
+        {
+            served m(family, 2);
+            if (o.only != "latency") {
+                throughput(m, o, 0, 1, f);
+                if (family == "mixed") {   // and the other way: bnxt sending to mlx5
+                    reverse.memcpy_bw = f.memcpy_bw;
+                    throughput(m, o, 1, 0, reverse);
+                }
+            }
+            if (want_latency) {
+                f.latency_us = reverse.latency_us = latency(m, children[b]);
+            }
         }
-        if (want_latency) {
-            latency(m, k);
+        all.push_back(f);
+        if (family == "mixed" && o.only != "latency") {
+            all.push_back(reverse);
         }
     }
+    print_summary(all);
     return 0;
 }

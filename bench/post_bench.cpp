@@ -23,6 +23,8 @@
 #include "qp/qp.hpp"
 #include "qp/region.hpp"
 
+#include "bench/bench_access.hpp"
+
 extern "C" void mlx5dv_post_loop(void* ring, std::uint32_t ring_mask, std::uint64_t first,
                                  std::uint64_t n, std::uint32_t batch, std::uint32_t qpn,
                                  std::uint32_t rkey, std::uint32_t lkey, std::uint64_t rbase,
@@ -30,14 +32,6 @@ extern "C" void mlx5dv_post_loop(void* ring, std::uint32_t ring_mask, std::uint6
                                  std::uint32_t* bf_offset, std::uint32_t bf_half);
 extern "C" std::uint64_t mlx5dv_poll_loop(void* cq_ring, std::uint32_t log_size, std::uint32_t* ci,
                                           std::uint64_t n, void* dbrec);
-
-// A queue pair and a region over plain memory, without a NIC (the post path never reaches it).
-namespace rig::detail {
-struct bench_access {
-    static queue_pair make_qp(nic* n, qp_state* s) { return queue_pair(n, s); }
-    static region make_region(nic* n, region_state* s) { return region(n, s); }
-};
-}  // namespace rig::detail
 
 namespace {
 

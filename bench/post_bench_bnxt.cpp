@@ -23,6 +23,8 @@
 #include "qp/qp.hpp"
 #include "qp/region.hpp"
 
+#include "bench/bench_access.hpp"
+
 extern "C" void bnxt_hsi_post_loop(void* ring, void* psn_area, std::uint32_t log_size, std::uint64_t first,
                                    std::uint64_t n, std::uint32_t batch, std::uint32_t qpn, std::uint32_t rkey,
                                    std::uint32_t lkey, std::uint64_t rbase, std::uint64_t lbase, std::uint32_t* psn,
@@ -30,12 +32,6 @@ extern "C" void bnxt_hsi_post_loop(void* ring, void* psn_area, std::uint32_t log
 extern "C" std::uint64_t bnxt_hsi_poll_loop(void* cq_ring, std::uint32_t log_size, std::uint32_t* ci,
                                             std::uint64_t n, std::uint32_t cqn, void* doorbell);
 
-namespace rig::detail {
-struct bench_access {
-    static queue_pair make_qp(nic* n, qp_state* s) { return queue_pair(n, s); }
-    static region make_region(nic* n, region_state* s) { return region(n, s); }
-};
-}  // namespace rig::detail
 
 namespace {
 

@@ -3,6 +3,9 @@
 // pair fails as a whole (seed: "the NIC then runs none of its entries that have no completion,
 // of either ring"). `Send` and `Receive` are a family's queues: entries() (qp/ring.hpp), fail(e)
 // and adopt_failure(e). Hot path: a compare when nothing failed.
+#include <atomic>
+#include <cstdint>
+
 #include "qp/ring.hpp"
 
 namespace rig::qp {
@@ -39,6 +42,21 @@ void spread_failure(Send& sq, Receive& rq) noexcept {
     } else if (receive.failed() && !send.failed()) {
         sq.fail(receive.failure());
     }
+}
+
+// After taking in every CQE the NIC wrote: the failure it reported for the queue pair by event
+// (`nic_event`, the family's code; 0: none; read after the CQEs, so those the NIC wrote before
+// its event keep their results: `reported(code)` is the error it gives the entries), or the
+// NIC's own failure (`machine` the error); then the spread over both rings.
+template <class Send, class Receive, class Reported>
+[[gnu::always_inline]] inline void settle(Send& sq, Receive& rq, const std::atomic<std::uint8_t>& nic_event,
+                                          bool machine_failed, Reported reported, const entry_error& machine) noexcept {
+    if (const std::uint8_t event = nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
+        fail_both(sq, rq, reported(event));
+    } else if (machine_failed) [[unlikely]] {
+        fail_both(sq, rq, machine);
+    }
+    spread_failure(sq, rq);
 }
 
 }  // namespace rig::qp

@@ -25,15 +25,6 @@ bool firmware_gone(const fw::error& e) {
     return e.kind == fw::error_kind::timeout || e.kind == fw::error_kind::fatal;
 }
 
-template <std::size_t N>
-std::array<std::byte, N> bytes_of(const std::array<std::uint8_t, N>& a) {
-    std::array<std::byte, N> out{};
-    for (std::size_t i = 0; i < N; ++i) {
-        out[i] = std::byte{a[i]};
-    }
-    return out;
-}
-
 // The RoCE headers a port's MTU carries beside the payload, as iboe_get_mtu (include/rdma/
 // ib_addr.h) takes them off: GRH 40, UDP 8, BTH 12, XRC ETH 4, AtomicETH 28, ICRC 4.
 constexpr std::uint32_t roce_header_bytes = 40 + 8 + 12 + 4 + 28 + 4;
@@ -99,8 +90,8 @@ result<void> control::start(std::string_view where, const nic_options& options, 
         return std::unexpected(plain_error(error_kind::firmware, "nic::open " + std::string(where) +
                                                                       ": no GID or no RoCE channel after bring-up"));
     }
-    _mac = bytes_of(_device->mac());
-    _gid = bytes_of(_device->gid());
+    _mac = ::rig::abi::byte_array(_device->mac());
+    _gid = ::rig::abi::byte_array(_device->gid());
     return nic_objects();
 }
 

@@ -87,12 +87,8 @@ public:
     void take_completions(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
         take_send_cqes();
         take_receive_cqes();
-        if (const std::uint8_t event = nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
-            qp::fail_both(sq, rq, reported_failure(event));
-        } else if (machine_failed) [[unlikely]] {
-            qp::fail_both(sq, rq, {"the NIC failed (firmware stopped answering or the function is gone)", 0, 0, true});
-        }
-        qp::spread_failure(sq, rq);
+        qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
+                   {"the NIC failed (firmware stopped answering or the function is gone)", 0, 0, true});
     }
 
     send_queue sq;

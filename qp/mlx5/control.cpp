@@ -60,15 +60,6 @@ fw::hca_options hca_options_of(const nic_options& o, detail::family_events event
     return h;
 }
 
-template <std::size_t N>
-std::array<std::byte, N> bytes_of(const std::array<std::uint8_t, N>& a) {
-    std::array<std::byte, N> out{};
-    for (std::size_t i = 0; i < N; ++i) {
-        out[i] = std::byte{a[i]};
-    }
-    return out;
-}
-
 }  // namespace
 
 result<std::unique_ptr<detail::control_plane>> control::open(driver::function& fn, std::string_view where,
@@ -95,8 +86,8 @@ result<void> control::start(std::string_view where, const nic_options& options, 
         return std::unexpected(plain_error(error_kind::firmware, "nic::open " + std::string(where) +
                                                                       ": no GID 0 or no event queue after bring-up"));
     }
-    _mac = bytes_of(_hca->mac());
-    _gid = bytes_of(_hca->gids().front().gid);
+    _mac = ::rig::abi::byte_array(_hca->mac());
+    _gid = ::rig::abi::byte_array(_hca->gids().front().gid);
     return nic_objects();
 }
 

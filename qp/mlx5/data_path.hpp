@@ -101,13 +101,8 @@ public:
                 rq.complete(c);
             }
         }
-        // After every CQE the NIC wrote: a failure it reported by event, or its own failure.
-        if (const std::uint8_t event = nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
-            qp::fail_both(sq, rq, reported_failure(event));
-        } else if (machine_failed) [[unlikely]] {
-            qp::fail_both(sq, rq, {"the NIC failed (fatal health report or internal error)", 0, 0, true});
-        }
-        qp::spread_failure(sq, rq);
+        qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
+                   {"the NIC failed (fatal health report or internal error)", 0, 0, true});
     }
 
     send_queue sq;

@@ -6,6 +6,8 @@
 // NIC's hooks; a silent firmware that strands what it may still name.
 #include <catch2/catch.hpp>
 
+#include "abi/bits.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -65,15 +67,6 @@ rig::nic_options quick() {
     return o;
 }
 
-template <std::size_t N>
-std::array<std::byte, N> bytes_of(const std::array<std::uint8_t, N>& a) {
-    std::array<std::byte, N> out{};
-    for (std::size_t i = 0; i < N; ++i) {
-        out[i] = std::byte{a[i]};
-    }
-    return out;
-}
-
 bool within(std::chrono::milliseconds bound, const std::function<bool()>& done) {
     const auto until = clk::now() + bound;
     while (!done()) {
@@ -91,10 +84,10 @@ TEST_CASE("bnxt nic: open brings the function up; MAC, link-local GID, path MTU;
     served_bnxt_nic m;
     auto n = m.open(quick());
     const auto mac = m.firmware([](const rig::sim::bnxt::firmware& f) { return f.options().mac; });
-    CHECK(n->mac() == bytes_of(mac));
+    CHECK(n->mac() == ::rig::abi::byte_array(mac));
     const std::array<std::uint8_t, 16> gid = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, static_cast<std::uint8_t>(mac[0] ^ 2),
                                               mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
-    CHECK(n->gid() == bytes_of(gid));
+    CHECK(n->gid() == ::rig::abi::byte_array(gid));
     CHECK(n->path_mtu() == 4096);   // the model's port MTU 9000, less the RoCE headers
     CHECK(m.fn.rings() == 2);       // the CREQ and the NQ
     REQUIRE(n->close().has_value());

@@ -112,14 +112,20 @@ struct served_function {
 
     explicit served_function(std::uint16_t index = 0, sim::roce::wire* w = nullptr) : served_function(index, w, family_of(index)) {}
     served_function(std::uint16_t index, sim::roce::wire* w, family f) {
-        sim::vfio_user::device* d = nullptr;
         if (f == family::mlx5) {
             mlx5 = std::make_unique<sim::mlx5::function_model>(quick_model(index));
-            d = mlx5.get();
         } else {
             bnxt = std::make_unique<sim::bnxt::function_model>(quick_bnxt_model(index));
-            d = bnxt.get();
         }
+        serve(w);
+    }
+    // A bnxt function with these options (the bnxt-only suites).
+    served_function(sim::bnxt::function_options o, sim::roce::wire* w) {
+        bnxt = std::make_unique<sim::bnxt::function_model>(std::move(o));
+        serve(w);
+    }
+    void serve(sim::roce::wire* w) {
+        sim::vfio_user::device* d = mlx5 ? static_cast<sim::vfio_user::device*>(mlx5.get()) : bnxt.get();
         auto s = sim::vfio_user::server::create(sock.path(), *d);
         REQUIRE(s.has_value());
         srv = std::move(*s);
