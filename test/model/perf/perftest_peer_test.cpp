@@ -6,6 +6,9 @@
 // nothing more (the next read would take the wrong bytes, and the last one must be the close).
 // Its data path runs Rig's API on a second model function with rig-perf's own loops, so the
 // RDMA side is real: rig-perf runs its loops in a thread on the first function.
+// The functions are of the family under test (RIG_TEST_FAMILY=mlx5|bnxt|mixed, served_nics.hpp;
+// meson runs the suite once per family): mixed puts rig-perf on an mlx5 function and the peer on
+// a bnxt one.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -34,7 +37,9 @@ namespace {
 using namespace std::chrono_literals;
 using namespace std::string_view_literals;
 namespace perf = rig::perf;
-using rig::test::served_mlx5;
+using rig::test::family;
+using rig::test::served_function;
+using rig::test::quick_bnxt_model;
 using rig::test::quick_model;
 using rig::test::value;
 
@@ -151,7 +156,7 @@ struct perftest_peer {
     std::string theirs;  // rig-perf's first line: every later H0 must be the same bytes
     std::optional<perf::lane> lane;
 
-    perftest_peer(perf::test_kind k, bool c, int fd, served_mlx5& f, std::uint64_t h)
+    perftest_peer(perf::test_kind k, bool c, int fd, served_function& f, std::uint64_t h)
         : kind(k), client(c), sock(fd), nic(f.open()), buf(value(nic->allocate(2 * h, rig::access::remote))),
           qp(value(nic->make_qp())), half(h) {
         const rig::endpoint e = qp.local();
@@ -299,12 +304,13 @@ int connect_retrying(std::uint16_t port) {
     return -1;
 }
 
-// Two functions on one wire; rig-perf on 0 with the options `tweak` sets, the scripted peer on
-// 1 (declared last: destroyed first, which ends a rig-perf run that a failed step left waiting).
+// Two functions of the family under test on one wire; rig-perf on 0 with the options `tweak`
+// sets, the scripted peer on 1 (declared last: destroyed first, which ends a rig-perf run that a
+// failed step left waiting).
 struct bench {
     rig::sim::roce::wire w;
-    served_mlx5 m0{quick_model(0), &w};
-    served_mlx5 m1{quick_model(1), &w};
+    served_function m0{0, &w};
+    served_function m1{1, &w};
     rig_perf_side rp;
     std::optional<perftest_peer> peer;
 
@@ -331,6 +337,36 @@ struct bench {
             peer.emplace(k, true, connect_retrying(port), m1, half);
         }
     }
+};
+
+// A function of rig-perf's family (function 0's under test) whose port's Ethernet MTU is 1500,
+// alone (no wire), served as served_function serves one.
+struct served_1500 {
+    rig::test::temp_socket sock;
+    std::unique_ptr<rig::sim::mlx5::function_model> mlx5;
+    std::unique_ptr<rig::sim::bnxt::function_model> bnxt;
+    std::unique_ptr<rig::sim::vfio_user::server> srv;
+    served_1500() {
+        rig::sim::vfio_user::device* d = nullptr;
+        if (rig::test::family_of(0) == family::mlx5) {
+            auto o = quick_model(0);
+            o.firmware.port_mtu = 1500;
+            mlx5 = std::make_unique<rig::sim::mlx5::function_model>(o);
+            d = mlx5.get();
+        } else {
+            auto o = quick_bnxt_model(0);
+            o.firmware.mtu = 1500;
+            bnxt = std::make_unique<rig::sim::bnxt::function_model>(o);
+            d = bnxt.get();
+        }
+        auto s = rig::sim::vfio_user::server::create(sock.path(), *d);
+        REQUIRE(s.has_value());
+        srv = std::move(*s);
+        mlx5 ? mlx5->attach(*srv) : bnxt->attach(*srv);
+        srv->start();
+    }
+    ~served_1500() { srv.reset(); }   // the server before the model
+    std::string where() const { return "vfio-user:" + sock.path(); }
 };
 
 // perftest's REPORT_FMT and REPORT_FMT_EXT (perftest_parameters.h; the latter for a Gb/s
@@ -434,11 +470,9 @@ TEST_CASE("perftest peer: -m 512 offers 512 and both sides use it; -m above the 
         REQUIRE(b.rp.result.has_value());
         CHECK(text.find(" Mtu             : 512[B]") != std::string::npos);
     }
-    // a NIC whose port carries 1024-byte RoCE packets (Ethernet MTU 1500): -m 2048 is refused
-    // before any exchange, naming the flag and the NIC's path MTU
-    auto o = quick_model(0);
-    o.firmware.port_mtu = 1500;
-    served_mlx5 m(o);
+    // a NIC (of rig-perf's family) whose port carries 1024-byte RoCE packets (Ethernet MTU 1500):
+    // -m 2048 is refused before any exchange, naming the flag and the NIC's path MTU
+    served_1500 m;
     perf::options po;
     po.kind = perf::test_kind::write_bw;
     po.device = m.where();

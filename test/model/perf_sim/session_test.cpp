@@ -3,6 +3,8 @@
 // the model or the server fails. Driven through perf-sim-standin (a rig-perf stand-in with a
 // TCP ping-pong for a benchmark), and through rig-perf itself in the [rig-perf] cases.
 // Binaries come from the environment (set by meson): PERF_SIM_STANDIN, RIG_NICSIM, RIG_PERF.
+// The sessions' functions are of RIG_TEST_FAMILY (mlx5, the default, bnxt, or mixed: the
+// client's on mlx5, the server's on bnxt), given as --family; meson runs the suites once per family.
 #include <array>
 #include <chrono>
 #include <cstdlib>
@@ -60,6 +62,25 @@ std::vector<std::string> processes_naming(const std::string& text) {
 }
 
 bool empty_dir(const std::string& d) { return fs::is_empty(d); }
+
+// The family under test (RIG_TEST_FAMILY), and the family of the client's function (0) and the
+// server's (1).
+std::string family_under_test() {
+    const char* v = std::getenv("RIG_TEST_FAMILY");
+    const std::string f = v != nullptr && *v != '\0' ? v : "mlx5";
+    REQUIRE((f == "mlx5" || f == "bnxt" || f == "mixed"));
+    return f;
+}
+std::string family_of(int k) {
+    const std::string f = family_under_test();
+    return f != "mixed" ? f : k == 0 ? "mlx5" : "bnxt";
+}
+// A session's command line: `argv` and --family F.
+std::vector<std::string> with_family(std::vector<std::string> argv) {
+    argv.push_back("--family");
+    argv.push_back(family_under_test());
+    return argv;
+}
 
 // A child with its stdout and stderr on pipes and extra environment.
 struct proc {
@@ -167,7 +188,8 @@ TEST_CASE("perf sim: server arguments drop what only the client carries, then na
           "[perf][sim]") {
     const std::vector<std::string> in{"write_bw", "-a", "--sim", "-d", "mlx5_0", "--plot", "x.svg", "-p", "7000",
                                       "--out_json", "--out_json_file", "r.json", "--ib-dev=y", "-s", "64",
-                                      "--port=9", "-p7", "-dz", "--max-size", "4096", "-D", "3"};
+                                      "--port=9", "-p7", "-dz", "--max-size", "4096", "--family", "bnxt", "-D", "3",
+                                      "--family=mixed"};
     const std::vector<std::string> want{"write_bw", "-a", "-s", "64", "--max-size", "4096", "-D", "3",
                                         "-d", "vfio-user:/t/mlx5-1.sock", "-p", "4242"};
     CHECK(perf::server_arguments(in, "vfio-user:/t/mlx5-1.sock", 4242) == want);
@@ -179,22 +201,22 @@ TEST_CASE("perf sim: server arguments drop what only the client carries, then na
 
 TEST_CASE("perf sim: a normal run reaches both functions and leaves no process or socket", "[perf][sim]") {
     temp_dir tmp;
-    proc p({env("PERF_SIM_STANDIN"), "write_lat", "-s", "2"}, {"TMPDIR=" + tmp.path});
+    proc p(with_family({env("PERF_SIM_STANDIN"), "write_lat", "-s", "2"}), {"TMPDIR=" + tmp.path});
     const int rc = p.finish();
     INFO(p.out_text << p.err_text);
     CHECK(rc == 0);
     // the client got function 0, the server function 1, of one model in a private directory
     CHECK(p.out_text.find("client vfio-user:" + tmp.path + "/rig-perf-sim-") != std::string::npos);
-    CHECK(p.out_text.find("/mlx5-0.sock\n") != std::string::npos);
+    CHECK(p.out_text.find("/" + family_of(0) + "-0.sock\n") != std::string::npos);
     CHECK(p.out_text.find("server vfio-user:" + tmp.path + "/rig-perf-sim-") != std::string::npos);
-    CHECK(p.out_text.find("/mlx5-1.sock\n") != std::string::npos);
+    CHECK(p.out_text.find("/" + family_of(1) + "-1.sock\n") != std::string::npos);
     CHECK(p.err_text.empty());
     check_nothing_left(tmp);
 }
 
 TEST_CASE("perf sim: Ctrl-C mid-run stops server and model, exit status 130", "[perf][sim]") {
     temp_dir tmp;
-    proc p({env("PERF_SIM_STANDIN"), "write_bw", "-D", "60"}, {"TMPDIR=" + tmp.path});
+    proc p(with_family({env("PERF_SIM_STANDIN"), "write_bw", "-D", "60"}), {"TMPDIR=" + tmp.path});
     REQUIRE(p.wait_for_output("running\n", 10s));
     CHECK(processes_naming(tmp.path).size() == 2);  // the model and the server, while it runs
     std::this_thread::sleep_for(200ms);
@@ -211,7 +233,7 @@ TEST_CASE("perf sim: Ctrl-C mid-run stops server and model, exit status 130", "[
 
 TEST_CASE("perf sim: SIGTERM mid-run does the same, exit status 143", "[perf][sim]") {
     temp_dir tmp;
-    proc p({env("PERF_SIM_STANDIN"), "write_bw", "-D", "60"}, {"TMPDIR=" + tmp.path});
+    proc p(with_family({env("PERF_SIM_STANDIN"), "write_bw", "-D", "60"}), {"TMPDIR=" + tmp.path});
     REQUIRE(p.wait_for_output("running\n", 10s));
     REQUIRE(::kill(p.pid, SIGTERM) == 0);
     CHECK(p.finish() == 143);
@@ -260,7 +282,7 @@ TEST_CASE("perf sim: a model that cannot start is a one-line error", "[perf][sim
 
 TEST_CASE("perf sim: a server that fails stops the run with its status", "[perf][sim]") {
     temp_dir tmp;
-    proc p({env("PERF_SIM_STANDIN"), "write_bw", "--standin-fail"}, {"TMPDIR=" + tmp.path});
+    proc p(with_family({env("PERF_SIM_STANDIN"), "write_bw", "--standin-fail"}), {"TMPDIR=" + tmp.path});
     CHECK(p.finish() == 1);
     INFO(p.err_text);
     // the server's own line, then the session's
@@ -273,19 +295,22 @@ TEST_CASE("perf sim: a server that fails stops the run with its status", "[perf]
 // rig-perf itself (run when it is built: meson passes RIG_PERF and selects [rig-perf]).
 TEST_CASE("perf sim: rig-perf write_lat --sim runs and leaves nothing behind", "[.][rig-perf]") {
     temp_dir tmp;
-    proc p({env("RIG_PERF"), "write_lat", "--sim", "-n", "200"}, {"TMPDIR=" + tmp.path, "RIG_NICSIM=" + env("RIG_NICSIM")});
+    proc p(with_family({env("RIG_PERF"), "write_lat", "--sim", "-n", "200"}),
+           {"TMPDIR=" + tmp.path, "RIG_NICSIM=" + env("RIG_NICSIM")});
     const int rc = p.finish();
     INFO(p.out_text << p.err_text);
     CHECK(rc == 0);
     CHECK(p.out_text.find("t_typical[usec]") != std::string::npos);
     CHECK(p.out_text.find("vfio-user:" + tmp.path + "/rig-perf-sim-") != std::string::npos);  // the client's device
+    CHECK(p.out_text.find("/" + family_of(0) + "-0.sock") != std::string::npos);                // of its family
     CHECK(p.err_text.empty());
     check_nothing_left(tmp);
 }
 
 TEST_CASE("perf sim: rig-perf write_bw --sim -D stopped by SIGINT exits 130 and leaves nothing", "[.][rig-perf]") {
     temp_dir tmp;
-    proc p({env("RIG_PERF"), "write_bw", "--sim", "-D", "30"}, {"TMPDIR=" + tmp.path, "RIG_NICSIM=" + env("RIG_NICSIM")});
+    proc p(with_family({env("RIG_PERF"), "write_bw", "--sim", "-D", "30"}),
+           {"TMPDIR=" + tmp.path, "RIG_NICSIM=" + env("RIG_NICSIM")});
     // the server process is up once both the model and it name the session directory
     const auto until = std::chrono::steady_clock::now() + 10s;
     while (processes_naming(tmp.path).size() < 2 && std::chrono::steady_clock::now() < until) {

@@ -2,7 +2,7 @@
 // ping-pong instead of a benchmark: the session tests need a client and a server that really
 // reach their model functions and each other, and that can be made to run long or fail.
 //
-//   perf-sim-standin [-D S] [-p PORT] [--standin-fail]     client: runs the session
+//   perf-sim-standin [-D S] [-p PORT] [--family F] [--standin-fail]   client: runs the session
 //   perf-sim-standin ... -d vfio-user:PATH -p PORT         server (started by the session)
 //
 // The client prints "client DEVICE" and the server's "server DEVICE" answer; with -D it then
@@ -30,7 +30,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The device is a live model function: its config space answers with Mellanox's vendor id.
+// The device is a live model function: its config space answers with Mellanox's vendor id
+// (mlx5) or Broadcom's (bnxt).
 bool device_answers(const std::string& device) {
     auto f = rig::driver::open(device);
     if (!f) {
@@ -38,7 +39,7 @@ bool device_answers(const std::string& device) {
         return false;
     }
     auto vendor = (*f)->config_read16(0);
-    return vendor && *vendor == 0x15b3;
+    return vendor && (*vendor == 0x15b3 || *vendor == 0x14e4);
 }
 
 int serve(const std::string& device, std::uint16_t port) {
@@ -136,6 +137,8 @@ int main(int argc, char** argv) {
             o.port = static_cast<std::uint16_t>(std::stoul(args[++i]));
         } else if (args[i] == "-D" && i + 1 < args.size()) {
             o.duration = std::chrono::seconds(std::stoul(args[++i]));
+        } else if (args[i] == "--family" && i + 1 < args.size()) {
+            o.sim_family = args[++i];   // --sim's functions, as rig-perf's --family
         } else if (args[i] == "--standin-fail") {
             fail = true;
         }
