@@ -33,8 +33,6 @@ using rig::test::pattern_mismatch;
 using rig::test::value;
 
 constexpr auto ack_timeout = 67ms;  // 4.096 us x 2^14, the API's connect
-constexpr std::uint32_t retry_exceeded =
-    static_cast<std::uint32_t>(rig::mlx5::abi::cqe_error::transport_retry_exceeded);
 constexpr std::byte untouched{0xee};
 
 // The send `posted` at that time failed with retry exceeded, within the seed's bounds.
@@ -42,7 +40,7 @@ void expect_retry_exceeded(rig::queue_pair& q, clock_type::time_point posted) {
     const rig::error e = expect_failed(q, rig::side::send, 5s);
     const auto took = clock_type::now() - posted;
     INFO(e.message << " after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
-    CHECK(e.syndrome == retry_exceeded);
+    CHECK(e.syndrome == rig::test::expected(rig::test::failure_kind::retry_exceeded).syndrome);
     CHECK_FALSE(e.flushed);
     CHECK(took >= 7 * ack_timeout);
     CHECK(took <= 8 * ack_timeout + 1s);
@@ -107,7 +105,7 @@ after_death count_frames(const std::string& pcap, const std::array<std::byte, 6>
 
 TEST_CASE("rig-nicsim SIGUSR1: the link goes down during a send, which fails with retry exceeded after 7 x 67 ms; "
           "back up, a new queue pair works",
-          "[model][mlx5][nicsim]") {
+          "[model][mlx5][nicsim][datapath-faults]") {
     rig::test::nicsim_process sim({"--fault-function", "1"});
     rig::test::nicsim_nics t(sim, 64 * 1024);
     fill_pattern(t.r0.data(), 4096, 1);
@@ -129,7 +127,7 @@ TEST_CASE("rig-nicsim SIGUSR1: the link goes down during a send, which fails wit
 
 TEST_CASE("rig-nicsim --link-down-after-ms, --link-up-after-ms: a write while every link is down fails with "
           "retry exceeded; once up, a new queue pair works",
-          "[model][mlx5][nicsim]") {
+          "[model][mlx5][nicsim][datapath-faults]") {
     rig::test::nicsim_process sim({"--link-down-after-ms", "1200", "--link-up-after-ms", "2000"});
     rig::test::nicsim_nics t(sim, 64 * 1024);
     INFO(sim.output());
@@ -151,7 +149,7 @@ TEST_CASE("rig-nicsim --link-down-after-ms, --link-up-after-ms: a write while ev
 
 TEST_CASE("rig-nicsim --function-dies-after-ms: a send to the dead function fails with retry exceeded, its own "
           "calls report the failure, its data path sends, writes and completes nothing",
-          "[model][mlx5][nicsim]") {
+          "[model][mlx5][nicsim][datapath-faults]") {
     rig::test::temp_socket where;
     const std::string pcap = where.dir + "/wire.pcap";
     rig::test::nicsim_process sim({"--fault-function", "1", "--function-dies-after-ms", "1500", "--capture", pcap});
@@ -248,7 +246,7 @@ TEST_CASE("the firmware-level die fault (--fault-die, function_model::die) stops
 
 TEST_CASE("rig-nicsim --die-after-ms: the model process is killed; calls on both NICs report the NIC's machine "
           "failure and close returns",
-          "[model][mlx5][nicsim]") {
+          "[model][mlx5][nicsim][datapath-faults]") {
     rig::test::nicsim_process sim({"--die-after-ms", "1500"});
     rig::test::nicsim_nics t(sim, 64 * 1024);
     INFO(sim.output());

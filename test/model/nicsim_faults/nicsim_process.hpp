@@ -1,6 +1,6 @@
 #pragma once
-// tools/rig-nicsim as a test runs it: a child process serving mlx5 functions on sockets in a
-// fresh directory, its stdout and stderr read on a thread of ours so that a test can wait for
+// tools/rig-nicsim as a test runs it: a child process serving functions of the family under test
+// (RIG_TEST_FAMILY: mlx5, bnxt, or mixed: mlx5 and bnxt in turn) on sockets in a fresh directory, its stdout and stderr read on a thread of ours so that a test can wait for
 // a line it prints (the socket paths, a fault as it fires), and the pcap files it writes read
 // back. The binary's path comes from the RIG_NICSIM environment variable (set by meson).
 #include <algorithm>
@@ -28,6 +28,7 @@
 
 #include "test/model/child_process.hpp"
 
+#include "test/model/qp_api/served_nics.hpp"
 #include "test/model/served_model.hpp"
 
 namespace rig::test {
@@ -42,10 +43,10 @@ class nicsim_process {
 public:
     using clock = std::chrono::steady_clock;
 
-    // rig-nicsim --family mlx5 --functions N --socket-dir <fresh dir> `extra`, served once it
+    // rig-nicsim --family F --functions N --socket-dir <fresh dir> `extra`, served once it
     // printed every socket path (bounded: 10 s).
     explicit nicsim_process(const std::vector<std::string>& extra, unsigned functions = 2) {
-        std::vector<std::string> args = {"--family", "mlx5", "--functions", std::to_string(functions),
+        std::vector<std::string> args = {"--family", family_argument(), "--functions", std::to_string(functions),
                                          "--socket-dir", _dir.dir};
         args.insert(args.end(), extra.begin(), extra.end());
         spawn(args);
@@ -70,7 +71,18 @@ public:
     nicsim_process& operator=(const nicsim_process&) = delete;
 
     const std::string& dir() const noexcept { return _dir.dir; }
-    std::string socket(unsigned k) const { return _dir.dir + "/mlx5-" + std::to_string(k) + ".sock"; }
+    static std::string family_argument() {
+        switch (family_under_test()) {
+        case family::mlx5: return "mlx5";
+        case family::bnxt: return "bnxt";
+        case family::mixed: break;
+        }
+        return "mlx5,bnxt";
+    }
+    std::string socket(unsigned k) const {
+        const char* family = family_of(static_cast<std::uint16_t>(k)) == family::mlx5 ? "mlx5" : "bnxt";
+        return _dir.dir + "/" + family + "-" + std::to_string(k) + ".sock";
+    }
     std::string where(unsigned k) const { return "vfio-user:" + socket(k); }
 
     // Everything the child wrote so far, stdout and stderr interleaved.

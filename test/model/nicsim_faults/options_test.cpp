@@ -192,3 +192,30 @@ TEST_CASE("rig-nicsim --fault-fail and --fault-fatal are read in the family's sp
     rig::test::nicsim_process nicsim({"--fault-fail", "cmdq:0x10d:3:0xabc", "--fault-fatal", "0x8"}, 1);
     CHECK(nicsim.stop() == 0);
 }
+
+TEST_CASE("rig-nicsim --family mlx5,bnxt: function k of the k-th family on one wire, its socket named by it; "
+          "the fault arguments then need the function whose family reads them",
+          "[model][mlx5][bnxt][nicsim]") {
+    rig::test::temp_socket dir;
+    const rig::test::child c = rig::test::spawn_child(
+        rig::test::nicsim_binary(), {"--family", "mlx5,bnxt", "--functions", "3", "--socket-dir", dir.dir});
+    std::string out;
+    std::array<char, 512> b;
+    const std::string want = dir.dir + "/mlx5-0.sock\n" + dir.dir + "/bnxt-1.sock\n" + dir.dir + "/mlx5-2.sock\n";
+    for (ssize_t n; out.find(want) == std::string::npos && (n = ::read(c.output, b.data(), b.size())) > 0;) {
+        out.append(b.data(), static_cast<std::size_t>(n));
+    }
+    CHECK(out.find(want) != std::string::npos);
+    ::kill(c.pid, SIGTERM);
+    int st = 0;
+    REQUIRE(::waitpid(c.pid, &st, 0) == c.pid);
+    ::close(c.output);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+
+    one_line_refusal(run_bare({"--family", "mlx5,bnxt", "--fault-fail", "0x503:3"}),
+                     {"--fault-fail and --fault-fatal with several families need --fault-function K"});
+    one_line_refusal(run_bare({"--family", "mlx5,cx9"}), {"unknown family 'cx9'"});
+    one_line_refusal(run_bare({"--family", "mlx5,bnxt", "--trapped-uar-pages", "1"}),
+                     {"--trapped-uar-pages is not an option of family bnxt"});
+}
