@@ -7,9 +7,12 @@
 #include <string>
 #include <utility>
 
+#include "abi/barriers.hpp"
 #include "abi/bits.hpp"
+#include "abi/bnxt/doorbell.hpp"
 #include "abi/bnxt/rcfw.hpp"
 #include "qp/bnxt/error.hpp"
+#include "qp/device_words.hpp"
 
 namespace rig::qp::bnxt {
 
@@ -186,7 +189,18 @@ void control::on_notification(std::uint64_t cq_handle) {
         }
         cqn = it->second;
     }
+    enable_arming(cqn);
     _completion(cqn);
+}
+
+// CQ_ARMENA (index 0) on the privileged page before the CQ's notification is handled, as bnxt_re's
+// NQ handler does for each CQ notification on P5/P7 (qplib_fp.c bnxt_qplib_service_nq:
+// bnxt_qplib_armen_db): the CQ's next CQ_ARMALL may notify again. Word 2 of the privileged page
+// (docs/bnxt-data-path.md "Rig's layout"), written by this (the event) thread only.
+void control::enable_arming(std::uint32_t cqn) {
+    std::byte* word = _bar2.base + _device->doorbell_offset() + doorbell_word::armena;
+    ::rig::abi::barrier::to_device();
+    qp::store_register(word, babi::fast_doorbell(babi::DBC_DBC_TYPE_CQ_ARMENA, cqn, 0, false));
 }
 
 // ---- regions ----------------------------------------------------------------------------------

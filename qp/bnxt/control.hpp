@@ -99,6 +99,7 @@ private:
     std::uint32_t dpi_of(std::uint32_t block) const noexcept { return _first_user_dpi + block / blocks_per_page; }
     std::byte* block_address(std::uint32_t block) const noexcept;
     result<void> make_cqs(qp_objects& o, std::uint32_t entries, std::uint32_t dpi);
+    void enable_arming(std::uint32_t cqn);
     void set_data_path(detail::qp_state& s, const qp_objects& o);
     // Completion events: the NQ's cq_handle back to the CQ's id.
     void on_notification(std::uint64_t cq_handle);
