@@ -222,7 +222,10 @@ void datapath::report_error(qp_slot& s) {
     if (s.q->state != abi::CMDQ_MODIFY_QP_NEW_STATE_RTR && s.q->state != abi::CMDQ_MODIFY_QP_NEW_STATE_RTS) {
         return;
     }
-    for (const std::uint16_t v : _fn._fw.rcfw_qp_error(s.id, req_reason(s.send_error),
+    // a retransmission the PSN search entry could not locate: RETX_SETUP_ERROR (model's judgement)
+    const std::uint8_t req = s.retransmit_lost ? abi::CREQ_QP_ERROR_NOTIFICATION_REQ_ERR_STATE_REASON_REQ_RETX_SETUP_ERROR
+                                               : req_reason(s.send_error);
+    for (const std::uint16_t v : _fn._fw.rcfw_qp_error(s.id, req,
                                                        res_reason(s.receive_error, s.send_error), s.sq_cons,
                                                        s.rq_cons, _dma)) {
         raise(v);

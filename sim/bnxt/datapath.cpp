@@ -244,6 +244,7 @@ void datapath::drop_qp(qp_slot& s, bool rings_too) noexcept {
         s.sq_taken = s.sq_produced = s.rq_taken = s.rq_produced = 0;
     }
     s.reported = false;
+    s.retransmit_lost = false;
     s.send_error = s.receive_error = roce::completion_status::success;
 }
 
@@ -314,6 +315,9 @@ bool datapath::configure(qp_slot& s, const roce_qp& q) {
     c.rq_size = engine_ring(q.rq_entries);
     try {
         s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);
+        s.psn.dp = this;
+        s.psn.slot = &s;   // a std::map node: stays where it is while the QP lives
+        s.rc->set_retransmit_locator(&s.psn);
         s.rc->to_init(rights_of_qp(a.access));
         roce::path p;
         p.dest_qpn = a.dest_qp_id;

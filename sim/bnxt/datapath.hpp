@@ -18,7 +18,8 @@
 //     arms; a doorbell naming nothing of its DPI is ignored and counted;
 //  3. fetches the new receive and send WQEs of each QP from its queue memory by DMA, parses
 //     them (wqe.cpp) and posts them to the rc_qp;
-//  4. runs the RC engine (frames in, timers, frames out);
+//  4. runs the RC engine (frames in, timers, frames out); a go-back-N first finds the WQE it
+//     restarts in by the driver's PSN search entry (doorbells.cpp datapath::locate);
 //  5. writes the rc_qps' completions as 32-byte CQEs (cqe.cpp), toggle bit by pass over the
 //     ring, never over a CQE the driver has not consumed (held back in the rc_qp meanwhile);
 //     an armed CQ's CQE puts an nq_cn on its NQ and raises the NQ's MSI-X vector when armed;
@@ -92,6 +93,10 @@ public:
     std::uint64_t notifications() const noexcept { return _notes.load(std::memory_order_relaxed); }
     // Frames that arrived while the function had no RC queue pair (dropped, as a card does).
     std::uint64_t frames_dropped() const noexcept { return _dropped.load(std::memory_order_relaxed); }
+    // Retransmissions located by the driver's PSN search entry, and ones it could not locate
+    // (the WQE failed: docs/bnxt-data-path.md "Queues").
+    std::uint64_t retransmissions_located() const noexcept { return _located.load(std::memory_order_relaxed); }
+    std::uint64_t retransmissions_refused() const noexcept { return _refused.load(std::memory_order_relaxed); }
 
     // One pass, with the function model's lock held (roce::station).
     bool step() noexcept override;
@@ -124,6 +129,14 @@ private:
     struct nq_slot {
         bool armed = false;            // NQ_ARM since the NQ's last interrupt
     };
+    struct qp_slot;
+    // The chip's lookup of a retransmission's WQE by the driver's PSN search entry (P5 without
+    // hardware retransmission: QUERY_FUNC's host PSN table), set on the QP's rc_qp (doorbells.cpp).
+    struct psn_search final : roce::retransmit_locator {
+        datapath* dp = nullptr;
+        qp_slot* slot = nullptr;
+        roce::completion_status locate(const roce::retransmission& r) noexcept override;
+    };
     struct qp_slot {
         std::uint32_t id = 0;
         const roce_qp* q = nullptr;
@@ -139,6 +152,8 @@ private:
         roce::completion_status send_error = roce::completion_status::success;
         roce::completion_status receive_error = roce::completion_status::success;
         std::uint16_t sq_cons = 0, rq_cons = 0;   // the slots after the last completions
+        psn_search psn;                           // the rc_qp's retransmit_locator
+        bool retransmit_lost = false;             // a retransmission could not be located
     };
 
     // datapath.cpp, all with the function model's lock held
@@ -163,6 +178,7 @@ private:
     bool fetch_sends(qp_slot& s, const roce_qp& q);
     bool fetch_receives(qp_slot& s, const roce_qp& q);
     bool read_queue(const queue_memory& m, std::uint64_t offset, std::span<std::byte> out) const noexcept;
+    roce::completion_status locate(qp_slot& s, const roce::retransmission& r) noexcept;
     // cqe.cpp
     bool drain_completions(qp_slot& s);
     bool write_cqe(cq_slot& c, std::span<std::byte, 32> cqe);
@@ -203,6 +219,8 @@ private:
     std::atomic<std::uint64_t> _cqes{0};
     std::atomic<std::uint64_t> _notes{0};
     std::atomic<std::uint64_t> _dropped{0};
+    std::atomic<std::uint64_t> _located{0};
+    std::atomic<std::uint64_t> _refused{0};
     roce::model_core* _core = nullptr;  // the wire's; joined last in the constructor
 };
 

@@ -222,6 +222,46 @@ bool datapath::fetch_sends(qp_slot& s, const roce_qp& q) {
     return fetched != 0;
 }
 
+// ---- retransmissions --------------------------------------------------------------------------
+
+roce::completion_status datapath::psn_search::locate(const roce::retransmission& r) noexcept {
+    return dp->locate(*slot, r);
+}
+
+// A go-back-N from PSN r.from_psn in WQE k = r.index: the chip finds the WQE by the driver's
+// PSN search entry k (P5 static mode: sq_psn_search_ext k at sq_size x 128 + k x 16 of the SQ's
+// memory, qplib_fp.c bnxt_qplib_init_psn_ptr / bnxt_qplib_fill_psn_search). Model's judgement
+// (docs/bnxt-data-path.md "Queues"): the entry locates it when start_psn <= from_psn < next_psn
+// (24-bit, wrap-aware), start_psn and next_psn are the first PSN and one past the last the WQE
+// was sent with, and opcode is the WQE's wqe_type; else, or when the entry cannot be read, the
+// WQE fails LOCAL_QP_OPERATION_ERR and the QP with it (QP_ERROR_NOTIFICATION RETX_SETUP_ERROR).
+// start_slot_idx and flags are not looked at: in static mode entry k belongs to WQE k.
+roce::completion_status datapath::locate(qp_slot& s, const roce::retransmission& r) noexcept {
+    using rig::roce::psn_add;
+    using rig::roce::psn_diff;
+    const roce_qp& q = *s.q;
+    constexpr std::size_t entry_bytes = abi::sq_psn_search_ext::layout_size;
+    std::array<std::byte, entry_bytes> raw{};
+    const std::uint64_t at = std::uint64_t{q.sq_entries} * sq_wqe_bytes + std::uint64_t{r.index % q.sq_entries} * entry_bytes;
+    bool found = read_queue(q.sq, at, raw);
+    if (found) {
+        const auto e = *abi::decode<abi::sq_psn_search_ext>(std::span<const std::byte>(raw));
+        const std::uint8_t type = r.op == roce::work_op::write  ? abi::SQ_BASE_WQE_TYPE_WRITE_WQE
+                                  : r.op == roce::work_op::read ? abi::SQ_BASE_WQE_TYPE_READ_WQE
+                                                                : abi::SQ_BASE_WQE_TYPE_SEND;
+        found = e.start_psn == r.first_psn && e.next_psn == psn_add(r.first_psn, r.packets) && e.opcode == type &&
+                psn_diff(r.from_psn, e.start_psn) >= 0 && psn_diff(r.from_psn, e.next_psn) < 0;
+    }
+    // this thread is the counters' only writer: plain adds
+    if (found) {
+        _located.store(_located.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return roce::completion_status::success;
+    }
+    _refused.store(_refused.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    s.retransmit_lost = true;
+    return roce::completion_status::local_qp_operation;
+}
+
 // The receive WQEs likewise: WQE k at (k mod rq_size) x (32 + 16 x rq_sge) of the RQ's memory.
 // One the card cannot take (malformed, or outside the mappings) is posted with an SGE whose key
 // names nothing: the message landing there fails, as on a card.

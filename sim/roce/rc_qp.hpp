@@ -93,6 +93,34 @@ struct qp_counters {
     std::uint64_t out_of_sequence = 0;
 };
 
+// A go-back-N about to start: the entry holding the PSN sent again first.
+struct retransmission {
+    std::uint32_t index = 0;      // the entry's send_request::index
+    work_op op = work_op::send;
+    std::uint32_t first_psn = 0;  // the entry's first PSN, as this queue pair gave it
+    std::uint32_t packets = 0;    // its PSNs (a READ: its response packets)
+    std::uint32_t from_psn = 0;   // the PSN sent again first: first_psn <= from_psn < first_psn + packets
+};
+
+// A family's NIC that finds where a retransmission starts by metadata of its own kind (bnxt P5:
+// the driver's PSN search entries, docs/bnxt-data-path.md) sets one on its queue pairs; with none
+// (mlx5) the queue pair resends from its own record. Called on the data path, by the queue
+// pair's thread, at every go-back-N (NAK, ack timeout, READ response gap, RNR wait over) of an
+// entry that has PSNs: allocates nothing, throws nothing, logs nothing below warn.
+class retransmit_locator {
+public:
+    // success: the retransmission starts at r.from_psn. Another status: it cannot be located;
+    // the entries before r's complete as acknowledged, r's entry completes with that status and
+    // the queue pair fails (the rest flushed).
+    virtual completion_status locate(const retransmission& r) noexcept = 0;
+
+protected:
+    retransmit_locator() = default;
+    retransmit_locator(const retransmit_locator&) = default;
+    retransmit_locator& operator=(const retransmit_locator&) = default;
+    ~retransmit_locator() = default;
+};
+
 class rc_qp {
 public:
     // Misuse (sizes not powers of two or over 2^15, qpn over 24 bits) throws std::invalid_argument.
@@ -115,6 +143,10 @@ public:
     void to_rts(const send_params& s);     // RTR -> RTS
     void to_error() noexcept;              // any -> ERROR: everything pending completes flushed
     void reset() noexcept;                 // any -> RESET: rings and completions emptied
+
+    // Control path: how a retransmission is located from now on (not owned; outlives the queue
+    // pair or is unset first). nullptr, the default: by the queue pair's own record.
+    void set_retransmit_locator(retransmit_locator* l) noexcept { _locator = l; }
 
     // ---- posting (data path). false: the ring (entries + untaken completions) is full, nothing
     // posted. Allowed in INIT, RTR (sends wait for RTS), RTS, and ERROR (completes flushed).
@@ -211,7 +243,8 @@ private:
     void acknowledge_before(std::uint32_t psn, clock::time_point now) noexcept;
     void on_progress(clock::time_point now) noexcept;
     void retire_completed() noexcept;
-    void go_back() noexcept;
+    // false: the retransmission could not be located (retransmit_locator) and the queue pair failed
+    bool go_back() noexcept;
     std::uint32_t entry_of(std::uint32_t psn) noexcept;
     bool start_next_entry() noexcept;
     bool send_request_packet(clock::time_point now) noexcept;
@@ -234,6 +267,7 @@ private:
     path _path{};
     send_params _send{};
     std::uint8_t _remote_rights = 0;
+    retransmit_locator* _locator = nullptr;
     rig::roce::route_headers _headers{rig::roce::route{}};  // the path's Ethernet/IP/UDP headers, laid out at RTR
     std::chrono::nanoseconds _ack_timeout{0};
     qp_counters _counters;

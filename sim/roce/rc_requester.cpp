@@ -183,11 +183,24 @@ bool rc_qp::requester_timers(clock::time_point now) noexcept {
 }
 
 // Go-back-N: send again from the oldest unacknowledged PSN. The next packet sent
-// arms the timer again.
-void rc_qp::go_back() noexcept {
+// arms the timer again. With a retransmit_locator, the family's NIC must first find the entry
+// holding that PSN by its own means; when it cannot, the entry fails and the queue pair with it.
+bool rc_qp::go_back() noexcept {
+    if (_locator != nullptr && _state == qp_state::rts && _una_entry != _sq_started) {
+        const send_entry& e = sq(_una_entry);
+        const completion_status s = _locator->locate({e.wr.index, e.wr.op, e.first_psn, e.packets, _una});
+        if (s != completion_status::success) {
+            retire_completed();   // the entries before it were acknowledged
+            if (_state == qp_state::rts) {
+                fail_entry_at(_una_entry, s);
+            }
+            return false;
+        }
+    }
     _tx_entry = _una_entry;
     _tx_psn = _una;
     _timer_armed = false;
+    return true;
 }
 
 // Every PSN before `psn` is acknowledged (an ACK through psn - 1, a NAK of psn). An
@@ -213,7 +226,7 @@ void rc_qp::acknowledge_before(std::uint32_t psn, clock::time_point now) noexcep
         }
         moved = true;
     }
-    if (moved) {
+    if (moved && _state == qp_state::rts) {
         on_progress(now);
     }
 }
@@ -284,7 +297,7 @@ void rc_qp::on_response(const proto::decoded& packet, clock::time_point now) noe
             }
             ++_counters.rnr_naks_received;
             acknowledge_before(psn, now);
-            if (_una != psn) {
+            if (_state != qp_state::rts || _una != psn) {
                 return;
             }
             if (_send.rnr_retry != 7) {   // 7: retry without end
@@ -307,6 +320,9 @@ void rc_qp::on_response(const proto::decoded& packet, clock::time_point now) noe
             return;
         }
         acknowledge_before(psn, now);
+        if (_state != qp_state::rts) {
+            return;   // a retransmission that could not be located failed the queue pair
+        }
         switch (static_cast<proto::nak_code>(proto::value_of(syn))) {
         case proto::nak_code::psn_sequence_error:
             ++_counters.seq_naks_received;
