@@ -14,8 +14,8 @@ namespace rig::firmware::bnxt {
 
 namespace {
 
-constexpr std::size_t page = 4096;
-constexpr std::size_t ptes_per_page = page / 8;
+constexpr std::size_t table_page = 4096;
+constexpr std::size_t ptes_per_page = table_page / 8;
 
 // The page list of `pages` (4 KiB page addresses) written into `tables` (page-aligned, IOVA
 // `tables_iova`, room for the tables): level 1 up to 512 pages, level 2 beyond (qplib_res.c
@@ -29,11 +29,11 @@ std::pair<std::uint64_t, std::uint8_t> write_page_list(const std::vector<std::ui
     if (pte_pages == 1) {
         return {tables_iova, 1};
     }
-    std::byte* pde = tables + pte_pages * page;
+    std::byte* pde = tables + pte_pages * table_page;
     for (std::size_t t = 0; t < pte_pages; ++t) {
-        rig::abi::store_le<std::uint64_t>(pde + 8 * t, (tables_iova + t * page) | abi::PTU_PDE_VALID);
+        rig::abi::store_le<std::uint64_t>(pde + 8 * t, (tables_iova + t * table_page) | abi::PTU_PDE_VALID);
     }
-    return {tables_iova + pte_pages * page, 2};
+    return {tables_iova + pte_pages * table_page, 2};
 }
 
 // Table pages a list of `pages` needs (none for one page: level 0).
@@ -65,8 +65,8 @@ bool detail::firmware_may_hold(const error& e) noexcept {
 }
 
 result<detail::paged_memory> detail::paged(driver::function& fn, std::size_t data_bytes, std::string what) {
-    const std::size_t pages = (data_bytes + page - 1) / page;
-    auto memory = mapped_memory::create(fn, (pages + table_pages(pages)) * page, std::move(what));
+    const std::size_t pages = (data_bytes + table_page - 1) / table_page;
+    auto memory = mapped_memory::create(fn, (pages + table_pages(pages)) * table_page, std::move(what));
     if (!memory) {
         return std::unexpected(plain_error(error_kind::transport, memory.error()));
     }
@@ -77,9 +77,9 @@ result<detail::paged_memory> detail::paged(driver::function& fn, std::size_t dat
     } else {
         std::vector<std::uint64_t> list(pages);
         for (std::size_t i = 0; i < pages; ++i) {
-            list[i] = memory->iova() + i * page;
+            list[i] = memory->iova() + i * table_page;
         }
-        std::tie(p.pbl, p.level) = write_page_list(list, memory->data() + pages * page, memory->iova() + pages * page);
+        std::tie(p.pbl, p.level) = write_page_list(list, memory->data() + pages * table_page, memory->iova() + pages * table_page);
     }
     p.memory = std::move(*memory);
     return p;
@@ -197,19 +197,19 @@ result<mr> mr::create(rcfw_channel& ch, driver::function& fn, stranded_memory& s
     }
     abi::cmdq_register_mr reg;
     reg.access = register_access(access);
-    const std::uint64_t first = iova & ~std::uint64_t{page - 1};
-    const std::size_t pages = static_cast<std::size_t>((iova + length - first + page - 1) / page);
+    const std::uint64_t first = iova & ~std::uint64_t{table_page - 1};
+    const std::size_t pages = static_cast<std::size_t>((iova + length - first + table_page - 1) / table_page);
     mr m;
     if (pages == 1) {
         reg.pbl = first;   // level 0: the page itself
     } else {
-        auto list = mapped_memory::create(fn, table_pages(pages) * page, "MR page list");
+        auto list = mapped_memory::create(fn, table_pages(pages) * table_page, "MR page list");
         if (!list) {
             return std::unexpected(plain_error(error_kind::transport, list.error()));
         }
         std::vector<std::uint64_t> addresses(pages);
         for (std::size_t i = 0; i < pages; ++i) {
-            addresses[i] = first + i * page;
+            addresses[i] = first + i * table_page;
         }
         std::tie(reg.pbl, m._level) = write_page_list(addresses, list->data(), list->iova());
         m._page_list = std::move(*list);

@@ -14,7 +14,7 @@ namespace rig::sim::vfio_user {
 
 namespace {
 
-constexpr std::uint64_t page = 4096;
+constexpr std::uint64_t file_page = 4096;
 
 // Faults in the pages of [p, +n) of a mapping with `prot`, as vfio_iommu_type1's
 // vfio_pin_pages_remote pins every page of a window at VFIO_IOMMU_MAP_DMA: the data path then
@@ -34,7 +34,7 @@ int populate(std::byte* p, std::uint64_t n, int prot) {
         return errno == EFAULT ? EFAULT : ENOMEM;
     }
     // a kernel before 5.14: a read of each page faults it in
-    for (std::uint64_t at = 0; at < n; at += page) {
+    for (std::uint64_t at = 0; at < n; at += file_page) {
         static_cast<void>(*static_cast<volatile const std::byte*>(p + at));
     }
     return 0;
@@ -62,7 +62,7 @@ std::expected<mapped_files::file*, int> mapped_files::take(int fd, std::uint64_t
     // Only a regular file (memfd, hugetlbfs, tmpfs) that holds the whole window: a mapping past
     // the end of the file would fault the model with SIGBUS on first touch.
     struct stat st{};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || offset % page != 0 || offset + size < offset ||
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || offset % file_page != 0 || offset + size < offset ||
         offset + size > static_cast<std::uint64_t>(st.st_size)) {
         return std::unexpected(EINVAL);
     }
