@@ -61,7 +61,7 @@ stop_pid() {   # $1 pid, $2 signal, $3 seconds before SIGKILL
   if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
   wait "$pid" 2>/dev/null || true
 }
-cleanup() { stop_pid "${client_pid:-}" TERM 5; stop_pid "${qemu_pid:-}" TERM 5; stop_pid "${nicsim_pid:-}" INT 10; stop_pid "${nicsim2_pid:-}" INT 10; }
+cleanup() { stop_pid "${client_pid:-}" TERM 5; stop_pid "${qemu_pid:-}" TERM 5; stop_pid "${nicsim_pid:-}" INT 10; }
 install_traps() {
   trap cleanup EXIT
   trap 'exit 130' INT TERM
