@@ -85,8 +85,25 @@ bool engine::poll(clock::time_point now) noexcept {
     if (copying != nullptr) {
         copying->finish_copies();   // every write of what came in is done before anything is sent
     }
-    for (rc_qp* qp : _qps) {
-        did = qp->transmit(now) || did;
+    // Round robin under backpressure: when the port pauses (the wire is lossless: a full queue
+    // at the destination holds the sender back, wire.hpp), the next poll starts with the queue
+    // pair after the one whose frames filled it, so that every queue pair gets its turn, as a
+    // NIC's send scheduler arbitrates between them; without pauses the order stays.
+    const std::size_t n = _qps.size();
+    if (_next >= n) {
+        _next = 0;
+    }
+    std::size_t resume = _next;
+    for (std::size_t k = 0, i = _next; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
+        const bool was_paused = _port.paused();
+        did = _qps[i]->transmit(now) || did;
+        if (!was_paused && _port.paused()) {
+            resume = i + 1 == n ? 0 : i + 1;
+        }
+    }
+    _next = resume;
+    if (n == 0 && _port.paused()) {
+        _port.flush(now);   // held back before the last queue pair went
     }
     return did;
 }

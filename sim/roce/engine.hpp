@@ -50,6 +50,7 @@ private:
     mutable std::mutex _lock;
     std::vector<rc_qp*> _qps;   // sorted by QPN
     rc_qp* _last = nullptr;     // the queue pair the last frame went to (one of _qps)
+    std::size_t _next = 0;      // the index in _qps whose transmit goes first (poll)
     rig::roce::decoded _packet; // the frame being handled, decoded
     engine_counters _counters;
 };

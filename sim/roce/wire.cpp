@@ -77,7 +77,7 @@ std::string mac_text(const mac_address& m) {
 port::~port() {
     _wire.detach(*this);
     give_back_released();
-    while (_outbound != nullptr) {   // sent but never flushed: they leave with the port
+    while (_outbound != nullptr) {   // sent but never flushed, or held back: they leave with the port
         frame* f = _outbound;
         _outbound = f->next;
         _wire.give(f);
@@ -95,7 +95,7 @@ port::~port() {
     _ready_count.store(0, std::memory_order_relaxed);
 }
 
-frame* port::allocate() noexcept { return _wire.take(); }
+frame* port::allocate() noexcept { return paused() ? nullptr : _wire.take(); }
 
 void port::transmit(frame* f, clock::time_point now) noexcept { _wire.forward(*this, f, now); }
 
@@ -107,10 +107,25 @@ void port::send(frame* f) noexcept {
 
 void port::flush(clock::time_point now) noexcept {
     if (_outbound != nullptr) {
-        frame* list = _outbound;
-        _outbound = _outbound_last = nullptr;
-        _wire.forward_run(*this, list, now);
+        // what is held back is a tail of the list: _outbound_last stays its last frame
+        frame* const first = _outbound;
+        _outbound = _wire.forward_run(*this, first, now);
+        const bool held = _outbound != nullptr;
+        if (!held) {
+            _outbound_last = nullptr;
+        } else if (!paused() || _outbound != first) {
+            _held_since = now;   // newly held back, or some went: the watchdog counts from now
+        }
+        if (held && !paused()) {
+            _wire._counters.pauses.fetch_add(1, std::memory_order_relaxed);
+        }
+        _paused.store(held, std::memory_order_relaxed);
     }
+}
+
+bool port::draining(clock::time_point since, clock::time_point now) const noexcept {
+    const clock::time_point polled{clock::duration(_polled_at.load(std::memory_order_relaxed))};
+    return polled >= since || now - since < wire::pause_watchdog;
 }
 
 void port::release(frame* f) noexcept {
@@ -135,6 +150,7 @@ void port::give_back_released() noexcept {
 
 frame* port::receive(clock::time_point now) noexcept {
     if (_ready == nullptr) {
+        mark_polled(now);   // the owner drains this port: senders wait for its room (pause_watchdog)
         // every frame due now leaves the shared queue at once (it is sorted by due time)
         std::size_t n = 0;
         {
@@ -270,7 +286,8 @@ void wire::forget(std::span<const std::byte> going) noexcept {
     for (port* p : _ports) {
         // the receiver's own list too: it is not running (the core is paused, or this is it)
         std::lock_guard q(p->_queue_lock);
-        for (frame* list : {p->_head, p->_ready}) {
+        // and what a sender holds back (its thread is not running either)
+        for (frame* list : {p->_head, p->_ready, p->_outbound}) {
             for (frame* x = list; x != nullptr; x = x->next) {
                 if (in_going(x)) {
                     materialize(*x);
@@ -368,6 +385,7 @@ wire_counters wire::counters() const {
     c.overflow = _counters.overflow.load(r);
     c.materialized = _counters.materialized.load(r);
     c.by_reference = _counters.by_reference.load(r);
+    c.pauses = _counters.pauses.load(r);
     return c;
 }
 
@@ -445,7 +463,7 @@ port* wire::route(const frame& f) const noexcept {
 
 void wire::forward(port& from, frame* f, clock::time_point now) noexcept {
     std::shared_lock config(_config_lock);
-    forward_locked(from, f, now);
+    forward_locked(from, f, now, false);
 }
 
 namespace {
@@ -459,55 +477,84 @@ bool same_destination(const frame& a, const frame& b) noexcept {
 
 // The plain path, a frame at a time as forward_locked() would take it, but a run of frames to
 // one port together: due now, no fault, no capture, so no lock but the receiver's queue lock,
-// once per run, and the counters once per call.
-void wire::forward_run(port& from, frame* list, clock::time_point now) noexcept {
+// once per run, and the counters once per call. A run that finds too little room in its
+// destination's queue goes as far as the room, and the rest of the list is held back (the
+// sender's link is paused: its frames to other ports wait too, in order).
+frame* wire::forward_run(port& from, frame* list, clock::time_point now) noexcept {
     constexpr auto relaxed = std::memory_order_relaxed;
     std::shared_lock config(_config_lock);
     const bool plain = from._link_up && quiet(_faults) && quiet(from._faults) && !_capturing.load(std::memory_order_acquire);
     std::uint64_t sent = 0, by_reference = 0, delivered = 0, overflow = 0;
+    frame* held = nullptr;
     while (list != nullptr) {
         frame* f = list;
         port* to = plain ? route(*f) : nullptr;
         if (to == nullptr || !to->_link_up || !quiet(to->_faults)) {
             list = f->next;
             f->next = nullptr;
-            forward_locked(from, f, now);   // faults, capture, no route: a frame at a time
+            // faults, capture, no route: a frame at a time
+            if (!forward_locked(from, f, now, true)) {
+                f->next = list;
+                held = f;
+                break;
+            }
             continue;
         }
         frame* last = f;
         std::size_t n = 1;
-        by_reference += f->payload_ref != nullptr ? 1 : 0;
-        f->due = now;
         while (last->next != nullptr && same_destination(*last->next, *f)) {
-            last->next->prev = last;
             last = last->next;
-            last->due = now;
-            by_reference += last->payload_ref != nullptr ? 1 : 0;
             ++n;
         }
         list = last->next;
-        last->next = nullptr;
-        sent += n;
         std::lock_guard q(to->_queue_lock);
-        const std::size_t held = to->_queued + to->_ready_count.load(relaxed);
-        const std::size_t room = held >= _queue_limit ? 0 : _queue_limit - held;
+        const std::size_t queued = to->_queued + to->_ready_count.load(relaxed);
+        const std::size_t room = queued >= _queue_limit ? 0 : _queue_limit - queued;
         if (room < n) {
-            // the port's buffer overflows: the frames past its room are tail-dropped
-            frame* keep_last = nullptr;
-            frame* drop = f;
-            for (std::size_t i = 0; i < room; ++i) {
-                keep_last = drop;
-                drop = drop->next;
+            if (to->draining(from.held_since(now), now)) {
+                // lossless: the frames past the room wait, with the rest of the list behind them
+                frame* first_held = f;
+                for (std::size_t i = 0; i < room; ++i) {
+                    last = first_held;
+                    first_held = first_held->next;
+                }
+                held = first_held;
+                list = nullptr;
+                n = room;
+                if (n == 0) {
+                    break;
+                }
+            } else {
+                // its owner no longer drains it (pause_watchdog): the frames past its room are
+                // tail-dropped, as a switch port buffer overflows
+                frame* keep_last = nullptr;
+                frame* drop = f;
+                for (std::size_t i = 0; i < room; ++i) {
+                    keep_last = drop;
+                    drop = drop->next;
+                }
+                last->next = nullptr;
+                give(drop, last, n - room);
+                sent += n - room;
+                overflow += n - room;
+                if (keep_last == nullptr) {
+                    continue;
+                }
+                last = keep_last;
+                n = room;
             }
-            give(drop, last, n - room);
-            overflow += n - room;
-            if (keep_last == nullptr) {
-                continue;
-            }
-            keep_last->next = nullptr;
-            last = keep_last;
-            n = room;
         }
+        last->next = nullptr;
+        f->prev = nullptr;
+        f->due = now;
+        by_reference += f->payload_ref != nullptr ? 1 : 0;
+        for (frame* x = f; x != last;) {
+            x->next->prev = x;
+            x = x->next;
+            x->due = now;
+            by_reference += x->payload_ref != nullptr ? 1 : 0;
+        }
+        sent += n;
         delivered += n;
         if (to->_tail == nullptr || to->_tail->due <= now) {
             f->prev = to->_tail;   // due now, after every frame queued: the run goes at the tail
@@ -521,6 +568,9 @@ void wire::forward_run(port& from, frame* list, clock::time_point now) noexcept 
                 f = next;
             }
         }
+        if (held != nullptr) {
+            break;
+        }
     }
     if (sent != 0) {
         _counters.transmitted.fetch_add(sent, relaxed);
@@ -532,16 +582,29 @@ void wire::forward_run(port& from, frame* list, clock::time_point now) noexcept 
             _counters.overflow.fetch_add(overflow, relaxed);
         }
     }
+    return held;
 }
 
 // with _config_lock held (shared)
-void wire::forward_locked(port& from, frame* f, clock::time_point now) noexcept {
+bool wire::forward_locked(port& from, frame* f, clock::time_point now, bool hold) noexcept {
     port* to = route(*f);
     const faults* each[3] = {&_faults, &from._faults, to != nullptr ? &to->_faults : nullptr};
     bool lost = !from._link_up || (to != nullptr && !to->_link_up);
     bool twice = false;
     std::chrono::nanoseconds delay{0}, delay_twin{0};
     constexpr auto relaxed = std::memory_order_relaxed;
+    if (hold && !lost && to != nullptr) {
+        // lossless: a full queue that its owner drains holds the frame back, before anything
+        // (capture, faults) has seen it; it goes through them when it goes. Room once checked,
+        // the frame and its duplicate go in (another sender may fill the queue meanwhile: the
+        // limit is then passed by a few frames, as a PFC buffer's headroom takes what was on
+        // the link when the pause went out).
+        std::lock_guard q(to->_queue_lock);
+        if (to->_queued + to->_ready_count.load(relaxed) >= _queue_limit && to->draining(from.held_since(now), now)) {
+            return false;
+        }
+        hold = to->_queued + to->_ready_count.load(relaxed) < _queue_limit;   // else: tail-drop below
+    }
     _counters.transmitted.fetch_add(1, relaxed);
     if (f->payload_ref != nullptr) {
         _counters.by_reference.fetch_add(1, relaxed);
@@ -599,7 +662,7 @@ void wire::forward_locked(port& from, frame* f, clock::time_point now) noexcept 
     }
     if (lost) {
         give(f);
-        return;
+        return true;
     }
     if (f->payload_ref != nullptr && (twice || delay.count() != 0 || delay_twin.count() != 0)) {
         materialize(*f);   // a duplicated or delayed frame leaves the core's round: self-contained
@@ -622,7 +685,7 @@ void wire::forward_locked(port& from, frame* f, clock::time_point now) noexcept 
             if (x == nullptr) {
                 continue;
             }
-            if (to->_queued + to->_ready_count.load(relaxed) >= _queue_limit) {
+            if (!hold && to->_queued + to->_ready_count.load(relaxed) >= _queue_limit) {
                 give(x);
                 ++overflow;
             } else {
@@ -638,6 +701,7 @@ void wire::forward_locked(port& from, frame* f, clock::time_point now) noexcept 
     if (twin != nullptr) {
         _counters.duplicated.fetch_add(1, relaxed);
     }
+    return true;
 }
 
 }  // namespace rig::sim::roce

@@ -7,9 +7,19 @@
 //
 // Frame buffers come from a pool: transmitting takes a buffer from the pool, the receiver gives
 // it back, so steady-state traffic allocates nothing. The pool grows in chunks of
-// `chunk_frames` as traffic first needs them, up to its limit, and never shrinks. A port
-// holds at most `port_queue_limit` frames; more are tail-dropped, as a switch port buffer
-// overflows. When the pool is empty `allocate` answers nullptr and the sender retries later.
+// `chunk_frames` as traffic first needs them, up to its limit, and never shrinks. When the
+// pool is empty `allocate` answers nullptr and the sender retries later.
+//
+// Lossless, as a RoCE data-centre fabric is (PFC, IEEE 802.1Qbb): a port's receive queue holds
+// `port_queue_limit` frames, and a sender whose frames find it full is held back instead of
+// dropping them. The frames that did not fit wait, in order, in the sender's port (send/flush
+// below) and go first at its next flush; until then the sender's port is paused (its
+// allocate() answers nullptr, so its queue pairs build nothing more, and their frames to other
+// ports wait too, as a paused link carries nothing). Loss only comes from the faults below.
+// The pause lasts only while the full queue's owner drains it: one that has not looked at its
+// queue for `pause_watchdog` (stopped, dead) has what does not fit tail-dropped, as a switch's
+// PFC watchdog drops in a pause storm. transmit(), a frame at a time from any thread, has no
+// sender to hold back: a full queue tail-drops it.
 //
 // Faults, per switch and per port (a port's apply to frames from it and to it): drop and
 // duplicate probabilities, delay (fixed + uniform jitter; a frame is delivered once due, so
@@ -103,7 +113,10 @@ struct wire_counters {
     std::uint64_t dropped = 0;     // by fault injection or link down
     std::uint64_t duplicated = 0;
     std::uint64_t no_route = 0;    // destination MAC owned by no port
-    std::uint64_t overflow = 0;    // receive queue full, or no buffer for a duplicate
+    // lost for want of room: the receive queue full of a port whose owner stopped draining it
+    // (the pause watchdog), or of transmit() (no flow control); no buffer for a duplicate
+    std::uint64_t overflow = 0;
+    std::uint64_t pauses = 0;      // flushes that left frames held back (a full queue paused the sender)
     std::uint64_t by_reference = 0;  // transmitted with their payload by reference (frame::payload_ref)
     // frames whose payload by reference was copied into them (capture, a duplicating or
     // delaying fault, a window of the sender going while they waited): 0 on the plain path
@@ -127,9 +140,14 @@ public:
     // transmit() in two steps, for the thread that sends on this port (one at a time: its
     // queue pairs' poller): send() gives up `f` to go at the next flush(), which transmits every
     // frame given since, in order, at `now`. The switch's locks and counters are then taken
-    // once per run of frames to one port instead of once per frame.
+    // once per run of frames to one port instead of once per frame. Lossless (see above): the
+    // frames a full destination queue does not take stay here, in order, and go first at the
+    // next flush; until they have gone the port is paused and allocate() answers nullptr.
     void send(frame* f) noexcept;
     void flush(clock::time_point now) noexcept;
+    // Frames sent here wait for room at their destination (PFC's pause): allocate() answers
+    // nullptr until a flush has sent them. By the sending thread.
+    bool paused() const noexcept { return _paused.load(std::memory_order_relaxed); }
     // The next frame due at `now`, or nullptr. The caller releases it. A receive that finds
     // nothing gives back to the pool the frames released since.
     frame* receive(clock::time_point now) noexcept;
@@ -151,7 +169,16 @@ public:
 
 private:
     friend class wire;
-    port(wire& w, const mac_address& mac) : _wire(w), _mac(mac) {}
+    port(wire& w, const mac_address& mac) : _wire(w), _mac(mac) { mark_polled(clock::now()); }
+    void mark_polled(clock::time_point now) noexcept {
+        _polled_at.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+    }
+    // Whether a sender held back since `since` (its clock) may go on waiting for this port's
+    // room at `now`: the owner looked at its queue since then, or pause_watchdog has not passed
+    // yet. (A slow round of the model core is no stopped owner: it looks again in the next one.)
+    bool draining(clock::time_point since, clock::time_point now) const noexcept;
+    // The sender's: since when it is held back (paused), or `now` when it is not.
+    clock::time_point held_since(clock::time_point now) const noexcept { return paused() ? _held_since : now; }
     void enqueue(frame* f) noexcept;  // sorted by due time
     void give_back_released() noexcept;
 
@@ -165,8 +192,12 @@ private:
     // released but not yet given back to the pool
     frame* _ready = nullptr;
     std::atomic<std::size_t> _ready_count{0};  // read by queued() and the tail-drop check
-    frame* _outbound = nullptr;  // the sender's own: sent, to go at the next flush
+    // the sender's own: sent, to go at the next flush; after a flush, the frames held back
+    frame* _outbound = nullptr;
     frame* _outbound_last = nullptr;
+    std::atomic<bool> _paused{false};   // _outbound holds frames held back by a full queue
+    clock::time_point _held_since{};    // the last flush that paused the port or that moved held frames
+    std::atomic<clock::rep> _polled_at{0};   // the owner's last receive(), by its clock
     frame* _released = nullptr;  // linked by next, newest first
     frame* _released_last = nullptr;
     std::size_t _released_count = 0;
@@ -182,6 +213,11 @@ public:
     static constexpr std::size_t chunk_frames = 256;
     static constexpr std::size_t default_port_queue_limit = 1024;
     static constexpr std::size_t release_batch = 64;
+    // A sender waits for a full queue only while the queue's owner drains it: a port whose owner
+    // has not looked at it for this long since the sender was held back (a function stopped, or
+    // gone without detaching) tail-drops what does not fit, as a switch's PFC watchdog drops in
+    // a pause storm.
+    static constexpr std::chrono::milliseconds pause_watchdog{100};
 
     explicit wire(std::size_t pool_frames = default_pool_frames, std::size_t port_queue_limit = default_port_queue_limit,
                   std::uint64_t seed = 0x5eed);
@@ -221,8 +257,12 @@ private:
     void give(frame* f) noexcept;
     void give(frame* first, frame* last, std::size_t n) noexcept;  // a list linked by next
     void forward(port& from, frame* f, clock::time_point now) noexcept;
-    void forward_run(port& from, frame* list, clock::time_point now) noexcept;   // a list linked by next
-    void forward_locked(port& from, frame* f, clock::time_point now) noexcept;
+    // A list linked by next, in order; what a full destination held back (a tail of the list,
+    // still linked), or nullptr.
+    frame* forward_run(port& from, frame* list, clock::time_point now) noexcept;
+    // false: held back (`hold`, the destination's queue is full and drained), `f` untouched;
+    // else `f` is given up. Without `hold` a full queue tail-drops.
+    bool forward_locked(port& from, frame* f, clock::time_point now, bool hold) noexcept;
     port* route(const frame& f) const noexcept;
     void detach(port& p) noexcept;
     double uniform() noexcept;  // with _state_lock held
@@ -250,7 +290,7 @@ private:
     std::atomic<bool> _capturing{false};  // _capture != nullptr, read without _state_lock
     struct alignas(64) atomic_counters {
         std::atomic<std::uint64_t> transmitted{0}, delivered{0}, dropped{0}, duplicated{0}, no_route{0}, overflow{0},
-            materialized{0}, by_reference{0};
+            materialized{0}, by_reference{0}, pauses{0};
     };
     atomic_counters _counters;
 

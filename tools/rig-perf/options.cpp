@@ -21,6 +21,8 @@ namespace {
 constexpr std::uint64_t max_message = 1ull << 31;
 // A queue pair's ring holds 2^12 entries (nic_options::log_ring_entries).
 constexpr std::uint64_t max_depth = 4096;
+// perftest's MAX_QP_NUM (perftest_parameters.h); past what the NIC allows, make_qp says so.
+constexpr std::uint64_t max_queue_pairs = 16384;
 // The most inline bytes any NIC Rig drives takes (bnxt static WQEs: 96; mlx5: 28); the queue
 // pair's own limit (queue_pair::max_inline) is checked once it exists (runner.cpp).
 constexpr std::uint64_t max_inline = 96;
@@ -265,7 +267,8 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
             o.duration = std::chrono::seconds(*v);
             g.duration = true;
         } else if (is('q', "qp")) {
-            RIG_PERF_TRY(v, numeric(1, 64));
+            // perftest's range (MAX_QP_NUM); the NIC's own limit shows when make_qp is refused
+            RIG_PERF_TRY(v, numeric(1, max_queue_pairs));
             o.queue_pairs = static_cast<std::uint32_t>(*v);
             g.queue_pairs = true;
         } else if (is('t', "tx-depth")) {
@@ -368,7 +371,9 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
                                ": latency tests keep one entry in flight (-t applies to bandwidth tests)");
     }
     if (lat && g.queue_pairs && o.queue_pairs != 1) {
-        return std::unexpected("-q " + std::to_string(o.queue_pairs) + ": latency tests use one queue pair");
+        // perftest's parser: "Multiple QPs only available on bw tests" (-q 1 is taken)
+        return std::unexpected("-q " + std::to_string(o.queue_pairs) +
+                               ": multiple queue pairs only available on bandwidth tests (as perftest's)");
     }
     if (g.duration && g.iterations) {
         return std::unexpected("-D and -n together: a run is timed or counted, not both");
@@ -408,7 +413,7 @@ std::string usage() {
            "  -a, --all                 every size 2 .. 2^23 (with a barrier between sizes)\n"
            "  -n, --iters=<n>           iterations, at least 5 (write_bw 5000, others 1000)\n"
            "  -D, --duration=<s>        run for s seconds instead of -n iterations (no peak BW)\n"
-           "  -q, --qp=<n>              queue pairs (BW tests; 1)\n"
+           "  -q, --qp=<n>              queue pairs, up to what the NIC allows (BW tests; 1)\n"
            "  -t, --tx-depth=<n>        entries per doorbell batch and in flight (BW 128, LAT 1)\n"
            "  -p, --port=<port>         out-of-band TCP port (18515)\n"
            "  -I, --inline_size=<n>     inline RDMA WRITE up to n bytes (the NIC's limit: mlx5 28,\n"

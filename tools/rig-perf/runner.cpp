@@ -2,6 +2,7 @@
 #include "tools/rig-perf/runner.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -90,6 +91,11 @@ struct session {
     std::expected<void, std::string> set_up() {
         rig::nic_options no;
         no.fatal = [f = failure](const rig::error& e) { f->set(e.message); };
+        // Rings as deep as the test keeps them (perftest sizes its queues by -t, and by rx_depth
+        // for SEND tests): 2^n above the depth (a bnxt ring keeps one slot free), 2^12 at most
+        // (max_depth), so that many queue pairs (-q) cost the NIC and the model what they use.
+        const std::uint32_t depth = std::max(o.tx_depth, is_send(o.kind) ? rx_depth : 1u);
+        no.log_ring_entries = static_cast<std::uint8_t>(std::clamp(std::bit_width(depth), 6u, 12u));
         auto n = rig::nic::open(o.device, no);
         if (!n) {
             return std::unexpected("open " + o.device + ": " + n.error().message);
@@ -140,7 +146,8 @@ struct session {
                 return std::unexpected(r.error());
             }
             regions.push_back(*r);
-            auto q = api(nic->make_qp(), "make_qp");
+            auto q = api(nic->make_qp(), "make_qp (queue pair " + std::to_string(i + 1) + " of " +
+                                             std::to_string(o.queue_pairs) + ")");
             if (!q) {
                 return std::unexpected(q.error());
             }

@@ -134,8 +134,8 @@ TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]"
     CHECK(refused({"write_bw", "-d", dev, "-n", "4"}) == "-n 4: out of range 5..100000000");
     CHECK(refused({"write_bw", "-d", dev, "-n", "x"}) == "-n x: not a number");
     CHECK(refused({"write_bw", "-d", dev, "-D", "0"}) == "-D 0: out of range 1..3600");
-    CHECK(refused({"write_bw", "-d", dev, "-q", "0"}) == "-q 0: out of range 1..64");
-    CHECK(refused({"write_bw", "-d", dev, "-q", "65"}) == "-q 65: out of range 1..64");
+    CHECK(refused({"write_bw", "-d", dev, "-q", "0"}) == "-q 0: out of range 1..16384");
+    CHECK(refused({"write_bw", "-d", dev, "-q", "16385"}) == "-q 16385: out of range 1..16384");   // perftest's MAX_QP_NUM
     CHECK(refused({"write_bw", "-d", dev, "-t", "0"}) == "-t 0: out of range 1..4096");
     CHECK(refused({"write_bw", "-d", dev, "-t", "4097"}) == "-t 4097: out of range 1..4096");
     CHECK(refused({"write_bw", "-d", dev, "-p", "0"}) == "-p 0: out of range 1..65535");
@@ -157,7 +157,10 @@ TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]"
     CHECK(refused({"write_bw", "-d", dev, "--max-size", "64"}) == "--max-size 64: applies to -a only");
     CHECK(refused({"write_lat", "-d", dev, "-t", "4"}) ==
           "-t 4: latency tests keep one entry in flight (-t applies to bandwidth tests)");
-    CHECK(refused({"send_lat", "-d", dev, "-q", "2"}) == "-q 2: latency tests use one queue pair");
+    CHECK(ok({"write_bw", "-d", dev, "-q", "1024"}).queue_pairs == 1024);   // no 64 cap: the NIC's limit
+    CHECK(ok({"write_lat", "-d", dev, "-q", "1"}).queue_pairs == 1);        // taken, as perftest's
+    CHECK(refused({"send_lat", "-d", dev, "-q", "2"}) ==
+          "-q 2: multiple queue pairs only available on bandwidth tests (as perftest's)");
     CHECK(refused({"write_bw", "-d", dev, "-D", "2", "-n", "10"}) == "-D and -n together: a run is timed or counted, not both");
     CHECK(refused({"write_bw", "-d", dev, "-D", "2", "-a"}) == "-D and -a together: -a runs every size for -n iterations");
     CHECK(refused({"write_bw", "-d", dev, "a", "b"}) == "unexpected argument 'b' (one server at most)");
