@@ -87,6 +87,18 @@ using control_factory = result<std::unique_ptr<control_plane>> (*)(driver::funct
                                                                    const nic_options& options,
                                                                    family_events events);
 
+// A family's control_factory body: its control plane made and started (`Control::start`), closed
+// again when the start is refused (what it brought up goes back), or handed to the NIC.
+template <class Control>
+result<std::unique_ptr<control_plane>> start_control(std::unique_ptr<Control> c, std::string_view where,
+                                                     const nic_options& options, family_events events) {
+    if (auto r = c->start(where, options, std::move(events)); !r) {
+        static_cast<void>(c->close());
+        return std::unexpected(std::move(r.error()));
+    }
+    return std::unique_ptr<control_plane>(std::move(c));
+}
+
 // "<call>: <message>"
 inline error named(std::string_view call, error e) {
     e.message = std::string(call) + ": " + e.message;

@@ -82,6 +82,11 @@ public:
     std::uint32_t first_user_dpi() const noexcept { return _first_user_dpi; }
 
 private:
+    template <class Control>
+    friend result<std::unique_ptr<detail::control_plane>> detail::start_control(std::unique_ptr<Control>,
+                                                                                std::string_view,
+                                                                                const nic_options&,
+                                                                                detail::family_events);
     control(driver::function& fn, const nic_options& options) : _fn(fn), _command_timeout(options.command_timeout) {}
     result<void> start(std::string_view where, const nic_options& options, detail::family_events events);
     fw::device_options device_options_of(const nic_options& o, detail::family_events events);

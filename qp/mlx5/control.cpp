@@ -65,12 +65,8 @@ fw::hca_options hca_options_of(const nic_options& o, detail::family_events event
 result<std::unique_ptr<detail::control_plane>> control::open(driver::function& fn, std::string_view where,
                                                              const nic_options& options,
                                                              detail::family_events events) {
-    std::unique_ptr<control> c(new control(fn, options));
-    if (auto r = c->start(where, options, std::move(events)); !r) {
-        static_cast<void>(c->close());
-        return std::unexpected(std::move(r.error()));
-    }
-    return std::unique_ptr<detail::control_plane>(std::move(c));
+    return detail::start_control(std::unique_ptr<control>(new control(fn, options)), where, options,
+                                 std::move(events));
 }
 
 // The event thread (which calls into the NIC) ends with the hca, before the rest goes.

@@ -63,6 +63,11 @@ public:
     result<void> close() override;
 
 private:
+    template <class Control>
+    friend result<std::unique_ptr<detail::control_plane>> detail::start_control(std::unique_ptr<Control>,
+                                                                                std::string_view,
+                                                                                const nic_options&,
+                                                                                detail::family_events);
     control(driver::function& fn, const nic_options& options) : _fn(fn), _command_timeout(options.command_timeout) {}
     result<void> start(std::string_view where, const nic_options& options, detail::family_events events);
     result<void> nic_objects();  // BAR0 mapped, UAR, PD

@@ -34,6 +34,30 @@ std::pair<int, std::string> run_bare(const std::vector<std::string>& args) {
     return rig::test::run_to_exit(rig::test::nicsim_binary(), all);
 }
 
+// rig-nicsim with `args` in a fresh socket directory prints the `sockets` (in order, one a line)
+// and exits 0 on SIGTERM.
+void serves_sockets(std::vector<std::string> args, const std::vector<std::string>& sockets) {
+    rig::test::temp_socket dir;
+    args.insert(args.end(), {"--socket-dir", dir.dir});
+    const rig::test::child c = rig::test::spawn_child(rig::test::nicsim_binary(), args);
+    std::string want;
+    for (const std::string& s : sockets) {
+        want += dir.dir + "/" + s + "\n";
+    }
+    std::string out;
+    std::array<char, 512> b;
+    for (ssize_t n; out.find(want) == std::string::npos && (n = ::read(c.output, b.data(), b.size())) > 0;) {
+        out.append(b.data(), static_cast<std::size_t>(n));
+    }
+    CHECK(out.find(want) != std::string::npos);
+    ::kill(c.pid, SIGTERM);
+    int st = 0;
+    REQUIRE(::waitpid(c.pid, &st, 0) == c.pid);
+    ::close(c.output);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+}
+
 void one_line_refusal(const std::pair<int, std::string>& r, const std::vector<std::string>& says) {
     INFO(r.second);
     CHECK(r.first == 2);
@@ -106,22 +130,7 @@ TEST_CASE("rig-nicsim --family: mlx5 by default with mlx5-k.sock, bnxt not built
           "[model][mlx5][nicsim]") {
     {
         // no --family: mlx5, its sockets named as they always were
-        rig::test::temp_socket dir;
-        const rig::test::child c =
-            rig::test::spawn_child(rig::test::nicsim_binary(), {"--functions", "2", "--socket-dir", dir.dir});
-        std::string out;
-        std::array<char, 512> b;
-        const std::string want = dir.dir + "/mlx5-0.sock\n" + dir.dir + "/mlx5-1.sock\n";
-        for (ssize_t n; out.find(want) == std::string::npos && (n = ::read(c.output, b.data(), b.size())) > 0;) {
-            out.append(b.data(), static_cast<std::size_t>(n));
-        }
-        CHECK(out.find(want) != std::string::npos);
-        ::kill(c.pid, SIGTERM);
-        int st = 0;
-        REQUIRE(::waitpid(c.pid, &st, 0) == c.pid);
-        ::close(c.output);
-        CHECK(WIFEXITED(st));
-        CHECK(WEXITSTATUS(st) == 0);
+        serves_sockets({"--functions", "2"}, {"mlx5-0.sock", "mlx5-1.sock"});
     }
     const bool bnxt_built = rig::sim::find_family("bnxt")->make != nullptr;
     if (!bnxt_built) {
@@ -196,22 +205,7 @@ TEST_CASE("rig-nicsim --fault-fail and --fault-fatal are read in the family's sp
 TEST_CASE("rig-nicsim --family mlx5,bnxt: function k of the k-th family on one wire, its socket named by it; "
           "the fault arguments then need the function whose family reads them",
           "[model][mlx5][bnxt][nicsim]") {
-    rig::test::temp_socket dir;
-    const rig::test::child c = rig::test::spawn_child(
-        rig::test::nicsim_binary(), {"--family", "mlx5,bnxt", "--functions", "3", "--socket-dir", dir.dir});
-    std::string out;
-    std::array<char, 512> b;
-    const std::string want = dir.dir + "/mlx5-0.sock\n" + dir.dir + "/bnxt-1.sock\n" + dir.dir + "/mlx5-2.sock\n";
-    for (ssize_t n; out.find(want) == std::string::npos && (n = ::read(c.output, b.data(), b.size())) > 0;) {
-        out.append(b.data(), static_cast<std::size_t>(n));
-    }
-    CHECK(out.find(want) != std::string::npos);
-    ::kill(c.pid, SIGTERM);
-    int st = 0;
-    REQUIRE(::waitpid(c.pid, &st, 0) == c.pid);
-    ::close(c.output);
-    CHECK(WIFEXITED(st));
-    CHECK(WEXITSTATUS(st) == 0);
+    serves_sockets({"--family", "mlx5,bnxt", "--functions", "3"}, {"mlx5-0.sock", "bnxt-1.sock", "mlx5-2.sock"});
 
     one_line_refusal(run_bare({"--family", "mlx5,bnxt", "--fault-fail", "0x503:3"}),
                      {"--fault-fail and --fault-fatal with several families need --fault-function K"});
