@@ -1,10 +1,37 @@
 #pragma once
-// A queue pair and a region over plain memory, without a NIC, for the post benchmarks
-// (bench/post_bench.cpp, post_bench_bnxt.cpp): the post path never reaches the NIC, so a handle
+// What the post benchmarks share (bench/post_bench.cpp, post_bench_bnxt.cpp): a queue pair and a
+// region over plain memory, without a NIC — the post path never reaches the NIC, so a handle
 // whose NIC is a stand-in address measures the API's own cost (checks, dispatch) on top of the
-// family's queue.
+// family's queue — and the helpers of their timed rounds.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
 #include "qp/qp.hpp"
 #include "qp/region.hpp"
+
+namespace rig::bench {
+
+// `n` zeroed bytes, page-aligned (a ring, a doorbell record, a page standing in for a doorbell page).
+inline std::byte* page(std::size_t n) {
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096));
+    std::memset(p, 0, n);
+    return p;
+}
+
+using clock_type = std::chrono::steady_clock;
+inline double ns(clock_type::duration d) { return std::chrono::duration<double, std::nano>(d).count(); }
+
+// The median of the rounds: what a preemption or a neighbour's burst does not move.
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace rig::bench
 
 namespace rig::detail {
 struct bench_access {

@@ -35,6 +35,11 @@ extern "C" std::uint64_t mlx5dv_poll_loop(void* cq_ring, std::uint32_t log_size,
 
 namespace {
 
+using rig::bench::clock_type;
+using rig::bench::median;
+using rig::bench::ns;
+using rig::bench::page;
+
 namespace abi = rig::mlx5::abi;
 using rig::qp::mlx5::completion_queue;
 using rig::qp::mlx5::send_queue;
@@ -43,15 +48,6 @@ constexpr std::uint32_t ring_entries = 4096;
 constexpr std::uint32_t log_ring = 12;
 volatile std::uint32_t rt_qpn = 0x123, rt_rkey = 0xabcdef, rt_lkey = 0x1234;
 volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ull;
-
-std::byte* page(std::size_t n) {
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096));
-    std::memset(p, 0, n);
-    return p;
-}
-
-using clock_type = std::chrono::steady_clock;
-double ns(clock_type::duration d) { return std::chrono::duration<double, std::nano>(d).count(); }
 
 // One ring's worth per round: the timed part posts `ring_entries` entries; between rounds the
 // ring is emptied untimed. Each round's time goes in `rounds`: the machine is shared, and the
@@ -181,11 +177,6 @@ void fill_cqes(std::byte* cq_ring, std::uint32_t pass, std::uint64_t base) {
         }
     }
     return sum;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 }  // namespace

@@ -35,6 +35,11 @@ extern "C" std::uint64_t bnxt_hsi_poll_loop(void* cq_ring, std::uint32_t log_siz
 
 namespace {
 
+using rig::bench::clock_type;
+using rig::bench::median;
+using rig::bench::ns;
+using rig::bench::page;
+
 namespace abi = rig::bnxt::abi;
 namespace qb = rig::qp::bnxt;
 
@@ -44,19 +49,6 @@ constexpr std::uint32_t per_round = ring_entries - 1;   // a bnxt ring holds 409
 constexpr std::uint32_t first_psn = 0x10;
 volatile std::uint32_t rt_qpn = 0x123, rt_rkey = 0xabcdef, rt_lkey = 0x1234;
 volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ull;
-
-std::byte* page(std::size_t n) {
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096));
-    std::memset(p, 0, n);
-    return p;
-}
-
-using clock_type = std::chrono::steady_clock;
-double ns(clock_type::duration d) { return std::chrono::duration<double, std::nano>(d).count(); }
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 // The send queue's entries emptied, untimed, between rounds: a CQE-free completion of all of
 // them (the ring's bookkeeping only; the ring memory keeps what was written).

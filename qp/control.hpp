@@ -16,7 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +99,36 @@ result<std::unique_ptr<control_plane>> start_control(std::unique_ptr<Control> c,
         return std::unexpected(std::move(r.error()));
     }
     return std::unique_ptr<control_plane>(std::move(c));
+}
+
+// Destroys what the firmware still holds of a queue pair, in the order both families' firmware
+// wants: the QP, then its CQs (a CQ a QP names is not destroyed). `destroy(object)` sends the
+// object's destroy command and gives the API's error; objects not alive() are skipped; `forget(cq)`
+// runs before each CQ's destroy. A refused QP destroy keeps everything (the QP still uses its CQs)
+// until close; a refused CQ destroy is reported after the other CQ's was tried.
+template <class Qp, class Cq, class Destroy, class Forget>
+result<void> release_objects(Qp& qp, std::initializer_list<Cq*> cqs, Destroy&& destroy, Forget&& forget) {
+    std::optional<error> first;
+    if (qp.alive()) {
+        if (auto r = destroy(qp); !r) {
+            first = std::move(r.error());
+            if (qp.alive()) {
+                return std::unexpected(std::move(*first));
+            }
+        }
+    }
+    for (Cq* c : cqs) {
+        if (c->alive()) {
+            forget(*c);
+            if (auto r = destroy(*c); !r && !first) {
+                first = std::move(r.error());
+            }
+        }
+    }
+    if (first) {
+        return std::unexpected(std::move(*first));
+    }
+    return {};
 }
 
 // "<call>: <message>"

@@ -250,32 +250,18 @@ result<void> control::release_qp(detail::qp_state& s) {
         return {};
     }
     qp_objects& o = objects_of(s);
-    std::optional<error> first;
-    if (o.qp.alive()) {
-        if (auto r = o.qp.destroy(commands(), _fn, stranded_registry(), by()); !r) {
-            first = refused(r.error());
-            if (o.qp.alive()) {
-                // Refused: the QP still uses its CQs; all of it is kept until close.
-                return std::unexpected(std::move(*first));
-            }
+    const auto destroy = [&](auto& object) -> result<void> {
+        if (auto r = object.destroy(commands(), _fn, stranded_registry(), by()); !r) {
+            return std::unexpected(refused(r.error()));
         }
+        return {};
+    };
+    auto r = detail::release_objects(o.qp, {&o.send_cq, &o.receive_cq}, destroy,
+                                     [&](const fw::cq& c) { forget_cq(c); });
+    if (r || !o.qp.alive()) {
+        give_back_block(o);   // the QP is gone: its doorbell block is free again
     }
-    for (fw::cq* c : {&o.send_cq, &o.receive_cq}) {
-        if (c->alive()) {
-            forget_cq(*c);
-            if (auto r = c->destroy(commands(), _fn, stranded_registry(), by()); !r) {
-                error e = refused(r.error());
-                if (!first) {
-                    first = std::move(e);
-                }
-            }
-        }
-    }
-    give_back_block(o);
-    if (first) {
-        return std::unexpected(std::move(*first));
-    }
-    return {};
+    return r;
 }
 
 }  // namespace rig::qp::bnxt

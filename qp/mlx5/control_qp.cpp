@@ -174,30 +174,13 @@ result<void> control::release_qp(detail::qp_state& s) {
         return {};
     }
     qp_objects& o = objects_of(s);
-    std::optional<error> first;
-    if (o.qp.alive()) {
-        if (auto r = o.qp.destroy(commands(), _fn, stranded_registry(), by()); !r) {
-            first = refused(r.error());
-            if (o.qp.alive()) {
-                // Refused: the QP still uses its CQs; all of it is kept until close.
-                return std::unexpected(std::move(*first));
-            }
+    const auto destroy = [&](auto& object) -> result<void> {
+        if (auto r = object.destroy(commands(), _fn, stranded_registry(), by()); !r) {
+            return std::unexpected(refused(r.error()));
         }
-    }
-    for (fw::cq* c : {&o.send_cq, &o.receive_cq}) {
-        if (c->alive()) {
-            if (auto r = c->destroy(commands(), _fn, stranded_registry(), by()); !r) {
-                error e = refused(r.error());
-                if (!first) {
-                    first = std::move(e);
-                }
-            }
-        }
-    }
-    if (first) {
-        return std::unexpected(std::move(*first));
-    }
-    return {};
+        return {};
+    };
+    return detail::release_objects(o.qp, {&o.send_cq, &o.receive_cq}, destroy, [](const fw::cq&) {});
 }
 
 }  // namespace rig::qp::mlx5
