@@ -297,4 +297,15 @@ struct bnxt_pair {
     }
 };
 
+// The next CREQ entry of `n`: a QP_ERROR_NOTIFICATION.
+inline abi::creq_qp_error_notification qp_error_of(bnxt_node& n) {
+    const auto e = n.r.ch.next();
+    REQUIRE(e.has_value());
+    const auto ev = *abi::decode<abi::creq_qp_error_notification>(*e);
+    CHECK(ev.type == abi::CREQ_BASE_TYPE_QP_EVENT);
+    CHECK(ev.event == abi::CREQ_QP_EVENT_EVENT_QP_ERROR_NOTIFICATION);
+    CHECK(ev.xid == n.qp);
+    return ev;
+}
+
 }  // namespace rig::test::bnxt

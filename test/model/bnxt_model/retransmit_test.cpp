@@ -57,17 +57,6 @@ struct psn_writer {
     }
 };
 
-// The next CREQ entry of `n`: a QP_ERROR_NOTIFICATION.
-abi::creq_qp_error_notification qp_error_of(bnxt_node& n) {
-    const auto e = n.r.ch.next();
-    REQUIRE(e.has_value());
-    const auto ev = *abi::decode<abi::creq_qp_error_notification>(*e);
-    CHECK(ev.type == abi::CREQ_BASE_TYPE_QP_EVENT);
-    CHECK(ev.event == abi::CREQ_QP_EVENT_EVENT_QP_ERROR_NOTIFICATION);
-    CHECK(ev.xid == n.qp);
-    return ev;
-}
-
 // Lets every frame on the wire through again once `frames` more were dropped (a window of loss
 // that a WQE's packets fall into whole).
 void lose(sim::roce::wire& w, std::uint64_t frames, const std::function<void()>& post) {
