@@ -267,13 +267,21 @@ void channel::close() noexcept {
     }
 }
 
-std::expected<channel, std::string> channel::accept(std::uint16_t port, std::chrono::milliseconds wait) {
+std::expected<channel, std::string> channel::accept(std::uint16_t port, std::chrono::milliseconds wait,
+                                                   const std::optional<std::string>& address) {
     auto s = std::make_unique<state>();
     boost::system::error_code ec;
     tcp::acceptor acceptor(s->io);
-    const tcp::endpoint at(tcp::v6(), port);
+    tcp::endpoint at(tcp::v6(), port);
+    if (address) {
+        const auto a = asio::ip::make_address(*address, ec);
+        if (ec) {
+            return std::unexpected("listen on " + *address + ": " + ec.message());
+        }
+        at = tcp::endpoint(a, port);
+    }
     acceptor.open(at.protocol(), ec);
-    if (!ec) {
+    if (!ec && at.protocol() == tcp::v6() && !address) {
         acceptor.set_option(asio::ip::v6_only(false), ec);  // IPv4 clients too
         acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
         acceptor.bind(at, ec);

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,8 +82,10 @@ std::uint32_t mtu_bytes_of(int ibv_mtu) noexcept;
 // One TCP connection to the peer. Every call finishes within its deadline or is an error.
 class channel {
 public:
-    // Server: listen on `port` (SO_REUSEADDR, any address), accept one client within `wait`.
-    static std::expected<channel, std::string> accept(std::uint16_t port, std::chrono::milliseconds wait);
+    // Server: listen on `port` (SO_REUSEADDR; any address, or `address` only), accept one client
+    // within `wait`.
+    static std::expected<channel, std::string> accept(std::uint16_t port, std::chrono::milliseconds wait,
+                                                      const std::optional<std::string>& address = {});
     // Client: connect to host:port, retrying a refused connection until `wait` has passed (the
     // server may still be starting).
     static std::expected<channel, std::string> connect(const std::string& host, std::uint16_t port,

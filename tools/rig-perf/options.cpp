@@ -11,6 +11,8 @@
 #include <limits>
 #include <optional>
 
+#include <arpa/inet.h>
+
 #include "tools/rig-perf/plot.hpp"
 
 namespace rig::perf {
@@ -328,6 +330,15 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
                 return std::unexpected(flag + " " + *v + ": " + f.error());
             }
             o.plot_path = *v;
+        } else if (!as_short && name == "bind") {
+            RIG_PERF_TRY(v, value());
+            in6_addr a6{};
+            in_addr a4{};
+            if (::inet_pton(AF_INET, v->c_str(), &a4) != 1 && ::inet_pton(AF_INET6, v->c_str(), &a6) != 1) {
+                return std::unexpected(flag + " " + (v->empty() ? std::string("''") : *v) +
+                                       ": not an IPv4 or IPv6 address");
+            }
+            o.bind_address = *v;
         } else if (!as_short && name == "max-size") {
             RIG_PERF_TRY(v, numeric(2, 1ull << 23));
             o.max_size = *v;
@@ -381,6 +392,9 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
     if (g.duration && o.all_sizes) {
         return std::unexpected("-D and -a together: -a runs every size for -n iterations");
     }
+    if (o.bind_address && o.server) {
+        return std::unexpected("--bind " + *o.bind_address + ": the server's listening address (no server argument)");
+    }
     if (g.max_size && !o.all_sizes) {
         return std::unexpected("--max-size " + std::to_string(o.max_size) + ": applies to -a only");
     }
@@ -426,6 +440,7 @@ std::string usage() {
            "  -h, --help                this text\n"
            "rig-perf's own:\n"
            "      --max-size=<n>        -a stops at n bytes\n"
+           "      --bind=<addr>         the server listens on this address only (perftest: all)\n"
            "      --sim                 start a device model with two functions, the server in a\n"
            "                            child process, run the client here, stop everything\n"
            "      --family=<f>          --sim's functions: mlx5 (default), bnxt, or mixed (the client\n"

@@ -56,6 +56,8 @@ struct options {
     bool sim = false;                    // --sim: a model with two functions, server in a child
     std::string sim_family = "mlx5";     // --family: --sim's functions (mlx5, bnxt, mixed)
     std::optional<std::string> plot_path;  // --plot FILE.svg
+    std::optional<std::string> bind_address;  // --bind ADDR (rig-perf's own): the server listens on
+                                              // ADDR only (perftest: every address)
 
     // Added by rig-perf's core (options.cpp sets them; not perftest flags).
     bool help = false;                   // -h / --help: print the usage and exit 0

@@ -114,7 +114,7 @@ struct session {
         } else {
             print(out, "\n************************************\n* Waiting for client to connect... *\n"
                        "************************************\n");
-            auto c = channel::accept(o.port, o.run_timeout);
+            auto c = channel::accept(o.port, o.run_timeout, o.bind_address);
             if (!c) {
                 return std::unexpected(c.error());
             }

@@ -155,6 +155,13 @@ TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]"
           "-I 8: send_lat has no inline form (rig inlines RDMA WRITE only)");
     CHECK(refused({"write_bw", "-d", dev, "--max-size", "1"}) == "--max-size 1: out of range 2..8388608");
     CHECK(refused({"write_bw", "-d", dev, "--max-size", "64"}) == "--max-size 64: applies to -a only");
+    // --bind (rig-perf's own: the interop suite's server listens on loopback only)
+    CHECK(ok({"write_bw", "-d", dev, "--bind", "127.0.0.1"}).bind_address == "127.0.0.1");
+    CHECK(ok({"write_bw", "-d", dev, "--bind=::1"}).bind_address == "::1");
+    CHECK_FALSE(ok({"write_bw", "-d", dev}).bind_address.has_value());
+    CHECK(refused({"write_bw", "-d", dev, "--bind", "localhost"}) == "--bind localhost: not an IPv4 or IPv6 address");
+    CHECK(refused({"write_bw", "-d", dev, "--bind", "127.0.0.1", "server"}) ==
+          "--bind 127.0.0.1: the server's listening address (no server argument)");
     CHECK(refused({"write_lat", "-d", dev, "-t", "4"}) ==
           "-t 4: latency tests keep one entry in flight (-t applies to bandwidth tests)");
     CHECK(ok({"write_bw", "-d", dev, "-q", "1024"}).queue_pairs == 1024);   // no 64 cap: the NIC's limit
@@ -209,7 +216,7 @@ TEST_CASE("rig-perf options: the usage names every supported flag", "[unit][perf
     const std::string u = rig::perf::usage();
     for (const char* f : {"--ib-dev", "--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--port",
                           "--inline_size", "--CPU-freq", "--report_gbits", "--out_json", "--out_json_file", "--help",
-                          "--max-size", "--sim", "--plot"}) {
+                          "--max-size", "--sim", "--plot", "--bind"}) {
         CHECK(u.find(f) != std::string::npos);
     }
 }
