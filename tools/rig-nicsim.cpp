@@ -10,13 +10,20 @@
 //
 // Argument errors: one line on stderr, exit 2. A server that cannot start: exit 1.
 //
+// UDP ports (--udp LOCAL,PEER, sim/roce/udp_port.hpp): the wire leaves the process as Ethernet
+// over UDP with QEMU's -netdev socket,udp= framing, to another rig-nicsim or a QEMU guest; frames
+// for MACs no function here owns leave by them. --first-mac moves the functions' MACs (and so
+// their link-local GIDs) so that two rig-nicsim processes on one such link do not collide.
+// Their counters (and the wire's) are printed on stderr at exit and on SIGUSR2.
+//
 // Faults: firmware faults strike inside the function model (fault_plan, each reset re-arms
 // them); data-path faults are the wire's (sim/roce/wire.hpp: drop, duplicate, delay, jitter,
 // link down), wire-wide or, with --fault-function K, on function K's port only (frames from or
-// to it). Timed faults count from the moment the sockets are served and are fired by the main
+// to it), or with --fault-udp K on the K-th UDP port only. Timed faults count from the moment the sockets are served and are fired by the main
 // thread, which also takes SIGUSR1 (toggle the link) and SIGINT/SIGTERM (stop). Each fault is
 // logged as it fires (logger "nicsim", info), never from the data path.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -28,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <pthread.h>
@@ -40,6 +48,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/family.hpp"
+#include "sim/roce/udp_port.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/vfio_user/server.hpp"
 
@@ -52,7 +61,7 @@ constexpr std::string_view usage =
     "usage: rig-nicsim [--family mlx5|bnxt|F1,F2,...] --socket-dir DIR [options]\n"
     "Serves device-model NIC functions over vfio-user, one socket per function, named\n"
     "DIR/<family>-<k>.sock (printed on stdout), until SIGINT or SIGTERM; the sockets are removed\n"
-    "on exit. Function k has the permanent MAC 02:00:00:00:HH:LL with HHLL = k + 1.\n"
+    "on exit. Function k has the permanent MAC 02:00:00:00:00:01 + k (--first-mac moves it).\n"
     "options:\n"
     "  --family NAME            mlx5 (ConnectX-6 Dx, the default) or bnxt (BCM57508); a list\n"
     "                           (mlx5,bnxt) gives function k the k-th family, cyclically: both\n"
@@ -65,6 +74,19 @@ constexpr std::string_view usage =
     "  --page-request-after N   mlx5: after N commands the firmware asks for pages by event (default:\n"
     "                           never)\n"
     "  --page-request-pages N   mlx5: how many (negative: gives that many back; default 16)\n"
+    "  --first-mac MAC          function k's MAC is MAC + k (default 02:00:00:00:00:01); its GID is\n"
+    "                           the link-local fe80:: one made from it. Unicast, and MAC + k within\n"
+    "                           the last three bytes. Two rig-nicsim on one UDP link need distinct ones\n"
+    "ethernet over UDP (QEMU's -netdev socket,udp= / -netdev dgram framing: a datagram is a whole\n"
+    "frame from the destination MAC on, no FCS):\n"
+    "  --udp LOCAL,PEER         a UDP port (repeatable) bound to LOCAL and sending to PEER, both\n"
+    "                           IPV4:PORT in numbers (127.0.0.1:40000,127.0.0.1:40001). Frames to\n"
+    "                           MACs no function here has leave by it (several: by the one their MAC\n"
+    "                           was learned on, else by all); arrivals go to the function owning\n"
+    "                           their destination MAC, the rest (broadcast, multicast, unknown) are\n"
+    "                           dropped and counted. Counters on stderr at exit and on SIGUSR2\n"
+    "  --fault-udp K            the data-path faults below act on the K-th --udp port only (frames\n"
+    "                           from or to it), from 0 (the firmware faults keep --fault-function)\n"
     "faults (each reset re-arms them; --fault-after counts commands since the reset):\n"
     "  --fault-silence          the firmware stops answering: commands never complete\n"
     "  --fault-fatal CODE       the firmware fails fatally; mlx5: the health buffer reports syndrome\n"
@@ -87,7 +109,8 @@ constexpr std::string_view usage =
     "  --jitter-us N            and up to N us later still, uniformly (reorders; 0..1000000)\n"
     "  --link-down-after-ms N   the link goes down after N ms: frames from or to it vanish\n"
     "  --link-up-after-ms M     and comes back up at M ms (M > N)\n"
-    "  SIGUSR1                  toggles the link (function K's, or every function's), at once\n"
+"  SIGUSR1                  toggles the link (function K's, UDP port K's, or every function's)\n"
+    "  SIGUSR2                  prints the UDP ports' and the wire's counters on stderr\n"
     "  --function-dies-after-ms N\n"
     "                           the function dies for good after N ms, as a failed card: reads\n"
     "                           all ones, answers no command, its data path stops (no frame in or\n"
@@ -95,8 +118,9 @@ constexpr std::string_view usage =
     "  --die-after-ms N         the whole model dies after N ms by SIGKILL, as a crash: clients\n"
     "                           see their sockets closed; the socket files stay behind (a\n"
     "                           later rig-nicsim on DIR replaces them)\n"
-    "  --capture FILE           every frame sent on the wire, before faults, into a pcap file\n"
-    "                           (closed at exit, and before --die-after-ms strikes)\n"
+    "  --capture FILE           every frame sent on the wire, before faults, into a pcap file, those\n"
+    "                           arriving by and leaving by UDP ports included (closed at exit, and\n"
+    "                           before --die-after-ms strikes)\n"
     "  --report-ledger          mlx5: after every DISABLE_HCA and every reset of function K, a line on\n"
     "                           stdout: LEDGER function=K event=disable_hca|reset pages=N objects=M\n"
     "                           bnxt: after every FUNC_DRV_UNRGTR and every reset: LEDGER function=K\n"
@@ -163,7 +187,46 @@ struct settings {
     rig::sim::roce::faults wire_faults;
     std::optional<std::chrono::milliseconds> link_down_after, link_up_after, function_dies_after, die_after;
     std::string capture;
+    std::uint64_t first_mac = 0x0200'0000'0001ull;   // function k's MAC: this + k
+    std::vector<std::pair<rig::sim::roce::udp_address, rig::sim::roce::udp_address>> udp;   // local, peer
+    std::optional<unsigned> fault_udp;
 };
+
+// --udp's value: LOCAL,PEER, each IPV4:PORT (LOCAL's port may be 0: the kernel picks one).
+std::pair<rig::sim::roce::udp_address, rig::sim::roce::udp_address> udp_pair(std::string_view text) {
+    const std::size_t comma = text.find(',');
+    if (comma == std::string_view::npos) {
+        bad("bad value for --udp: '" + std::string(text) + "' (expected LOCAL_IP:PORT,PEER_IP:PORT)");
+    }
+    const auto local = rig::sim::roce::parse_udp_address(text.substr(0, comma), true);
+    const auto peer = rig::sim::roce::parse_udp_address(text.substr(comma + 1));
+    if (!local || !peer) {
+        bad("bad value for --udp: " + (local ? peer.error() : local.error()) + " (expected LOCAL_IP:PORT,PEER_IP:PORT)");
+    }
+    return {*local, *peer};
+}
+
+// --first-mac's value: six two-digit hex bytes separated by ':', as a 48-bit number.
+std::uint64_t first_mac(std::string_view text) {
+    const auto refuse = [&](const std::string& why) { bad("bad value for --first-mac: '" + std::string(text) + "' (" + why + ")"); };
+    std::uint64_t mac = 0;
+    for (std::size_t i = 0; i < 6; ++i) {
+        const std::string_view b = text.substr(std::min(text.size(), 3 * i), 2);
+        const bool sep = i == 5 ? text.size() == 17 : text.size() > 3 * i + 2 && text[3 * i + 2] == ':';
+        if (b.size() != 2 || !std::isxdigit(static_cast<unsigned char>(b[0])) ||
+            !std::isxdigit(static_cast<unsigned char>(b[1])) || !sep) {
+            refuse("expected six hex bytes, e.g. 02:00:00:00:01:01");
+        }
+        mac = mac << 8 | std::stoul(std::string(b), nullptr, 16);
+    }
+    if ((mac >> 40 & 1) != 0) {
+        refuse("a multicast address (the first byte is odd): a function's MAC is unicast");
+    }
+    if (mac == 0) {
+        refuse("the zero MAC is no address");
+    }
+    return mac;
+}
 
 // --family's value: a family of the table whose model is built.
 const sim::family& family_named(std::string_view name) {
@@ -276,6 +339,12 @@ settings parse(int argc, char** argv) {
                 std::fwrite(line.data(), 1, line.size(), stdout);
                 std::fflush(stdout);
             };
+        } else if (a == "--udp") {
+            s.udp.push_back(udp_pair(value()));
+        } else if (a == "--first-mac") {
+            s.first_mac = first_mac(value());
+        } else if (a == "--fault-udp") {
+            s.fault_udp = static_cast<unsigned>(number(a, value(), 0, 63));
         } else if (a == "--trapped-uar-pages") {
             s.options.trapped_uar_pages = static_cast<std::uint32_t>(number(a, value(), 0, 126));
         } else if (a == "--capture") {
@@ -315,6 +384,14 @@ settings parse(int argc, char** argv) {
         bad("--fault-function " + std::to_string(*s.fault_function) + " names no function (0.." +
             std::to_string(s.functions - 1) + ")");
     }
+    if ((s.first_mac & 0xff'ffff) + s.functions - 1 > 0xff'ffff) {
+        bad("bad value for --first-mac: function " + std::to_string(s.functions - 1) +
+            "'s MAC would pass ff:ff:ff in the last three bytes (choose a smaller one)");
+    }
+    if (s.fault_udp && *s.fault_udp >= s.udp.size()) {
+        bad("--fault-udp " + std::to_string(*s.fault_udp) + " names no --udp port (" +
+            (s.udp.empty() ? std::string("none given") : "0.." + std::to_string(s.udp.size() - 1)) + ")");
+    }
     if (s.link_up_after && !s.link_down_after) {
         bad("--link-up-after-ms " + std::to_string(s.link_up_after->count()) + " needs --link-down-after-ms");
     }
@@ -337,9 +414,10 @@ spdlog::logger& say() {
     return *logger;
 }
 
-// Function k's permanent MAC, 02:00:00:00:HH:LL with HHLL = k + 1: as a number for the model's
-// firmware, as bytes for the wire.
-std::uint64_t mac_number(unsigned k) { return 0x0200'0000'0000ull + k + 1; }
+// Function k's permanent MAC, --first-mac + k (02:00:00:00:HH:LL with HHLL = k + 1 by default):
+// as a number for the model's firmware (which makes the GID from it), as bytes for the wire.
+std::uint64_t first_mac_number = 0x0200'0000'0001ull;
+std::uint64_t mac_number(unsigned k) { return first_mac_number + k; }
 
 rig::sim::roce::mac_address mac_of(unsigned k) {
     const std::uint64_t mac = mac_number(k);
@@ -348,6 +426,33 @@ rig::sim::roce::mac_address mac_of(unsigned k) {
         m[i] = static_cast<std::byte>(mac >> (8 * (5 - i)));
     }
     return m;
+}
+
+// The UDP ports' and the wire's counters, a line each on stderr (at exit, on SIGUSR2): key=value,
+// for people and for a harness's regex alike.
+void print_counters(const rig::sim::roce::wire& wire, const std::vector<std::unique_ptr<rig::sim::roce::udp_port>>& udp) {
+    for (std::size_t k = 0; k < udp.size(); ++k) {
+        const rig::sim::roce::udp_counters c = udp[k]->counters();
+        std::fprintf(stderr,
+                     "UDP port=%zu local=%s peer=%s in=%llu in_bytes=%llu out=%llu out_bytes=%llu not_for_us=%llu "
+                     "malformed=%llu send_errors=%llu learned=%llu mac_clashes=%llu\n",
+                     k, rig::sim::roce::to_string(udp[k]->local()).c_str(), rig::sim::roce::to_string(udp[k]->peer()).c_str(),
+                     static_cast<unsigned long long>(c.datagrams_in), static_cast<unsigned long long>(c.bytes_in),
+                     static_cast<unsigned long long>(c.datagrams_out), static_cast<unsigned long long>(c.bytes_out),
+                     static_cast<unsigned long long>(c.not_for_us), static_cast<unsigned long long>(c.malformed),
+                     static_cast<unsigned long long>(c.send_errors), static_cast<unsigned long long>(c.learned),
+                     static_cast<unsigned long long>(c.mac_clashes));
+    }
+    const rig::sim::roce::wire_counters w = wire.counters();
+    std::fprintf(stderr,
+                 "WIRE transmitted=%llu delivered=%llu dropped=%llu duplicated=%llu no_route=%llu overflow=%llu "
+                 "pauses=%llu flooded=%llu learned=%llu\n",
+                 static_cast<unsigned long long>(w.transmitted), static_cast<unsigned long long>(w.delivered),
+                 static_cast<unsigned long long>(w.dropped), static_cast<unsigned long long>(w.duplicated),
+                 static_cast<unsigned long long>(w.no_route), static_cast<unsigned long long>(w.overflow),
+                 static_cast<unsigned long long>(w.pauses), static_cast<unsigned long long>(w.flooded),
+                 static_cast<unsigned long long>(w.learned));
+    std::fflush(stderr);
 }
 
 // A fault that fires once, at `at` after the sockets are served.
@@ -360,6 +465,7 @@ struct timed_fault {
 
 int main(int argc, char** argv) {
     const settings s = parse(argc, argv);
+    first_mac_number = s.first_mac;
 
     // SIGINT/SIGTERM (and SIGUSR1) are taken by sigtimedwait on this thread: block them before
     // any thread starts, so that every thread inherits the mask and none is interrupted.
@@ -370,9 +476,11 @@ int main(int argc, char** argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
-    sigset_t signals = stop_signals;  // and SIGUSR1: toggle the link
+    sigset_t signals = stop_signals;  // and SIGUSR1: toggle the link; SIGUSR2: print the counters
     std::signal(SIGUSR1, SIG_DFL);
     sigaddset(&signals, SIGUSR1);
+    std::signal(SIGUSR2, SIG_DFL);
+    sigaddset(&signals, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     // All functions on one in-process switch (their RoCE ports, by MAC); it outlives them.
@@ -380,6 +488,19 @@ int main(int argc, char** argv) {
     if (!s.capture.empty() && !wire.capture(s.capture)) {
         std::fprintf(stderr, "rig-nicsim: cannot create the capture file %s\n", s.capture.c_str());
         return 1;
+    }
+    // The UDP ports, before any socket is served (a bind that fails leaves nothing behind);
+    // they go before the wire (declared after it).
+    std::vector<std::unique_ptr<rig::sim::roce::udp_port>> udp;
+    for (const auto& [local, peer] : s.udp) {
+        auto u = rig::sim::roce::udp_port::open(wire, local, peer);
+        if (!u) {
+            std::fprintf(stderr, "rig-nicsim: --udp: %s\n", u.error().c_str());
+            return 1;
+        }
+        say().info("UDP port {}: {} -> {} (receive buffer {} bytes)", udp.size(), rig::sim::roce::to_string((*u)->local()),
+                   rig::sim::roce::to_string(peer), (*u)->receive_buffer());
+        udp.push_back(std::move(*u));
     }
     std::vector<std::unique_ptr<sim::served_function>> functions;
     std::vector<std::unique_ptr<rig::sim::vfio_user::server>> servers;
@@ -410,9 +531,12 @@ int main(int argc, char** argv) {
             struck.push_back(k);
         }
     }
-    const std::string whom =
-        s.fault_function ? "function " + std::to_string(*s.fault_function) : std::string("every function");
-    if (s.fault_function) {
+    const std::string whom = s.fault_udp        ? "UDP port " + std::to_string(*s.fault_udp)
+                             : s.fault_function ? "function " + std::to_string(*s.fault_function)
+                                                : std::string("every function");
+    if (s.fault_udp) {
+        udp[*s.fault_udp]->set_faults(s.wire_faults);
+    } else if (s.fault_function) {
         wire.set_port_faults(mac_of(*s.fault_function), s.wire_faults);
     } else {
         wire.set_faults(s.wire_faults);
@@ -429,7 +553,10 @@ int main(int argc, char** argv) {
     std::vector<bool> dead(s.functions, false);  // a dead card's link stays down
     const auto set_link = [&](bool up, const char* why) {
         link_up = up;
-        for (unsigned k : struck) {
+        if (s.fault_udp) {
+            udp[*s.fault_udp]->set_link(up);
+        }
+        for (unsigned k : s.fault_udp ? std::vector<unsigned>{} : struck) {
             wire.set_port_link(mac_of(k), up && !dead[k]);
         }
         say().info("link {} for {} ({})", up ? "up" : "down", whom, why);
@@ -489,6 +616,8 @@ int main(int argc, char** argv) {
         }
         if (sig == SIGUSR1) {
             set_link(!link_up, "SIGUSR1");
+        } else if (sig == SIGUSR2) {
+            print_counters(wire, udp);
         } else if (sig == SIGINT || sig == SIGTERM) {
             break;
         }  // else EINTR: look again
@@ -498,5 +627,8 @@ int main(int argc, char** argv) {
     // a function thread locked a destroyed mutex: EINVAL, std::terminate). Then the functions.
     servers.clear();
     functions.clear();
+    if (!udp.empty()) {
+        print_counters(wire, udp);
+    }
     return 0;
 }

@@ -283,14 +283,16 @@ void wire::forget(std::span<const std::byte> going) noexcept {
         return f->payload_ref != nullptr && reinterpret_cast<std::uintptr_t>(f->payload_ref) - lo < going.size();
     };
     std::shared_lock config(_config_lock);
-    for (port* p : _ports) {
-        // the receiver's own list too: it is not running (the core is paused, or this is it)
-        std::lock_guard q(p->_queue_lock);
-        // and what a sender holds back (its thread is not running either)
-        for (frame* list : {p->_head, p->_ready, p->_outbound}) {
-            for (frame* x = list; x != nullptr; x = x->next) {
-                if (in_going(x)) {
-                    materialize(*x);
+    for (const std::vector<port*>* ports : {&_ports, &_uplinks}) {
+        for (port* p : *ports) {
+            // the receiver's own list too: it is not running (the core is paused, or this is it)
+            std::lock_guard q(p->_queue_lock);
+            // and what a sender holds back (its thread is not running either)
+            for (frame* list : {p->_head, p->_ready, p->_outbound}) {
+                for (frame* x = list; x != nullptr; x = x->next) {
+                    if (in_going(x)) {
+                        materialize(*x);
+                    }
                 }
             }
         }
@@ -320,9 +322,52 @@ std::unique_ptr<port> wire::attach(const mac_address& mac) {
     return p;
 }
 
+std::unique_ptr<port> wire::attach_uplink() {
+    std::unique_lock g(_config_lock);
+    std::unique_ptr<port> p(new port(*this, mac_address{}, true));
+    _uplinks.push_back(p.get());
+    return p;
+}
+
+learn_result wire::learn(port& uplink, const mac_address& source) {
+    if ((static_cast<std::uint8_t>(source[0]) & 1) != 0) {
+        return learn_result::multicast;
+    }
+    const auto entry = [&] {
+        return std::ranges::find_if(_learned, [&](const auto& e) { return e.first == source; });
+    };
+    {
+        // the common case, a MAC seen before on this uplink, under the shared lock only
+        std::shared_lock g(_config_lock);
+        for (const port* p : _ports) {
+            if (p->_mac == source) {
+                return learn_result::local;   // a loop, or another process with our MACs
+            }
+        }
+        const auto at = entry();
+        if (at != _learned.end() && at->second == &uplink) {
+            return learn_result::known;
+        }
+    }
+    std::unique_lock g(_config_lock);
+    const auto at = entry();
+    if (at != _learned.end()) {
+        const bool moved = at->second != &uplink;
+        at->second = &uplink;
+        return moved ? learn_result::moved : learn_result::known;
+    }
+    if (_learned.size() >= learned_limit) {
+        return learn_result::full;
+    }
+    _learned.emplace_back(source, &uplink);
+    return learn_result::learned;
+}
+
 void wire::detach(port& p) noexcept {
     std::unique_lock g(_config_lock);
     std::erase(_ports, &p);
+    std::erase(_uplinks, &p);
+    std::erase_if(_learned, [&](const auto& e) { return e.second == &p; });
 }
 
 void wire::set_faults(const faults& f) {
@@ -386,6 +431,9 @@ wire_counters wire::counters() const {
     c.materialized = _counters.materialized.load(r);
     c.by_reference = _counters.by_reference.load(r);
     c.pauses = _counters.pauses.load(r);
+    c.flooded = _counters.flooded.load(r);
+    std::shared_lock g(_config_lock);
+    c.learned = _learned.size();
     return c;
 }
 
@@ -448,7 +496,8 @@ double wire::uniform() noexcept {
 }
 
 // with _config_lock held
-port* wire::route(const frame& f) const noexcept {
+port* wire::route(const frame& f, const port& from, bool& flood) const noexcept {
+    flood = false;
     if (f.size < 6) {
         return nullptr;
     }
@@ -458,6 +507,18 @@ port* wire::route(const frame& f) const noexcept {
             return p;
         }
     }
+    if (from._uplink || _uplinks.empty()) {
+        return nullptr;   // split horizon: what came in by an uplink never goes out by one
+    }
+    if (_uplinks.size() == 1) {
+        return _uplinks.front();
+    }
+    for (const auto& [mac, p] : _learned) {
+        if (mac == dst) {
+            return p;
+        }
+    }
+    flood = true;
     return nullptr;
 }
 
@@ -488,7 +549,8 @@ frame* wire::forward_run(port& from, frame* list, clock::time_point now) noexcep
     frame* held = nullptr;
     while (list != nullptr) {
         frame* f = list;
-        port* to = plain ? route(*f) : nullptr;
+        bool flooded = false;
+        port* to = plain ? route(*f, from, flooded) : nullptr;
         if (to == nullptr || !to->_link_up || !quiet(to->_faults)) {
             list = f->next;
             f->next = nullptr;
@@ -587,7 +649,67 @@ frame* wire::forward_run(port& from, frame* list, clock::time_point now) noexcep
 
 // with _config_lock held (shared)
 bool wire::forward_locked(port& from, frame* f, clock::time_point now, bool hold) noexcept {
-    port* to = route(*f);
+    bool flooding = false;
+    port* to = route(*f, from, flooding);
+    if (to == nullptr && from._uplink) {
+        // arrived from outside for no function here: dropped before capture and faults (the
+        // capture holds what the model's functions exchange, which a peer's ND/ARP is not)
+        constexpr auto relaxed = std::memory_order_relaxed;
+        _counters.transmitted.fetch_add(1, relaxed);
+        _counters.no_route.fetch_add(1, relaxed);
+        from._unrouted.fetch_add(1, relaxed);
+        give(f);
+        return true;
+    }
+    if (flooding) {
+        flood(from, f, now);
+        return true;
+    }
+    return deliver(from, to, f, now, hold, true);
+}
+
+// with _config_lock held (shared): every uplink but the last gets a copy, the last `f`; each
+// copy meets its uplink's faults. No holding back: a copy that finds no buffer or a full queue
+// is lost, as a flooded frame may be.
+void wire::flood(port& from, frame* f, clock::time_point now) noexcept {
+    if (f->payload_ref != nullptr) {
+        materialize(*f);
+    }
+    const std::size_t n = _uplinks.size();
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+        frame* copy = take();
+        if (copy == nullptr) {
+            _counters.overflow.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
+        std::memcpy(copy->bytes.data(), f->bytes.data(), f->size);
+        copy->size = f->size;
+        copy->sealed = f->sealed;
+        _counters.flooded.fetch_add(1, std::memory_order_relaxed);
+        deliver(from, _uplinks[i], copy, now, false, false);
+    }
+    deliver(from, _uplinks[n - 1], f, now, false, true);
+}
+
+// with _state_lock held: one pcap record of `f`, sealed and whole
+void wire::write_capture(frame* f) noexcept {
+    if (f->payload_ref != nullptr) {
+        materialize(*f);   // the capture shows the payload
+    }
+    if (!f->sealed) {   // the capture shows the frame as a link carries it, ICRC included
+        rig::roce::seal(f->writable());
+        f->sealed = true;
+    }
+    const auto wall = std::chrono::system_clock::now().time_since_epoch();
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall).count();
+    const std::uint32_t record[4] = {static_cast<std::uint32_t>(us / 1000000), static_cast<std::uint32_t>(us % 1000000),
+                                     f->size, f->size};
+    std::fwrite(record, sizeof record, 1, _capture);
+    std::fwrite(f->bytes.data(), 1, f->size, _capture);
+}
+
+// with _config_lock held (shared): forward_locked() once the destination is known
+bool wire::deliver(port& from, port* to, frame* f, clock::time_point now, bool hold, bool capture) noexcept {
     const faults* each[3] = {&_faults, &from._faults, to != nullptr ? &to->_faults : nullptr};
     bool lost = !from._link_up || (to != nullptr && !to->_link_up);
     bool twice = false;
@@ -617,23 +739,11 @@ bool wire::forward_locked(port& from, frame* f, clock::time_point now, bool hold
             draws = draws || (x != nullptr && (x->drop > 0 || x->duplicate > 0 || x->jitter.count() > 0));
         }
         std::unique_lock<std::mutex> state(_state_lock, std::defer_lock);
-        if (draws || _capturing.load(std::memory_order_acquire)) {
+        if (draws || (capture && _capturing.load(std::memory_order_acquire))) {
             state.lock();
         }
-        if (state.owns_lock() && _capture != nullptr) {
-            if (f->payload_ref != nullptr) {
-                materialize(*f);   // the capture shows the payload
-            }
-            if (!f->sealed) {   // the capture shows the frame as a link carries it, ICRC included
-                rig::roce::seal(f->writable());
-                f->sealed = true;
-            }
-            const auto wall = std::chrono::system_clock::now().time_since_epoch();
-            const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall).count();
-            const std::uint32_t record[4] = {static_cast<std::uint32_t>(us / 1000000),
-                                             static_cast<std::uint32_t>(us % 1000000), f->size, f->size};
-            std::fwrite(record, sizeof record, 1, _capture);
-            std::fwrite(f->bytes.data(), 1, f->size, _capture);
+        if (state.owns_lock() && _capture != nullptr && capture) {
+            write_capture(f);
         }
         if (to == nullptr) {
             _counters.no_route.fetch_add(1, relaxed);

@@ -1,9 +1,17 @@
 #pragma once
 // The model's in-process Ethernet switch. Each function model attaches a port under its MAC
 // address; a frame a port transmits goes to the port that owns the frame's destination MAC (a
-// learning-free switch with a static table; unknown destinations are dropped, as a switch
-// whose table lacks the address would flood them to nobody here). Each port has a receive
-// queue that its owner's thread drains.
+// static table of the local functions). Each port has a receive queue that its owner's thread
+// drains.
+//
+// Uplinks (attach_uplink: the UDP ports of udp_port.hpp, which carry the wire to other model
+// processes or to a QEMU guest) take what no local function owns: a frame from a function to a
+// MAC none of them has leaves by the one uplink, or, with several, by the uplink that MAC was
+// last seen arriving on (learn(): a learning switch's table, IEEE 802.1D 7.8), or by every
+// uplink when it was never seen (flooded, as a switch floods unknown unicast). A frame from an
+// uplink goes to the local function owning its destination MAC or nowhere (never back out by
+// an uplink: split horizon); it is then counted (no_route, and the uplink's unrouted()) and not
+// captured. Without an uplink, unknown destinations are dropped and counted as before.
 //
 // Frame buffers come from a pool: transmitting takes a buffer from the pool, the receiver gives
 // it back, so steady-state traffic allocates nothing. The pool grows in chunks of
@@ -59,6 +67,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "abi/roce/packet.hpp"
@@ -121,7 +130,12 @@ struct wire_counters {
     // frames whose payload by reference was copied into them (capture, a duplicating or
     // delaying fault, a window of the sender going while they waited): 0 on the plain path
     std::uint64_t materialized = 0;
+    std::uint64_t flooded = 0;   // frames to an unknown MAC copied to every uplink (several uplinks)
+    std::uint64_t learned = 0;   // MACs in the learning table (uplinks': learn())
 };
+
+// What learn() made of a source MAC.
+enum class learn_result { known, learned, moved, local, full, multicast };
 
 class wire;
 
@@ -167,9 +181,15 @@ public:
     void set_link(bool up);
     bool link_up() const noexcept;
 
+    // An uplink's: frames that arrived by it for no local function (dropped, not captured).
+    std::uint64_t unrouted() const noexcept { return _unrouted.load(std::memory_order_relaxed); }
+    bool uplink() const noexcept { return _uplink; }
+
 private:
     friend class wire;
-    port(wire& w, const mac_address& mac) : _wire(w), _mac(mac) { mark_polled(clock::now()); }
+    port(wire& w, const mac_address& mac, bool uplink = false) : _wire(w), _mac(mac), _uplink(uplink) {
+        mark_polled(clock::now());
+    }
     void mark_polled(clock::time_point now) noexcept {
         _polled_at.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     }
@@ -183,7 +203,9 @@ private:
     void give_back_released() noexcept;
 
     wire& _wire;
-    const mac_address _mac;
+    const mac_address _mac;   // an uplink's: zero (it owns no address; route() never matches it)
+    const bool _uplink;
+    std::atomic<std::uint64_t> _unrouted{0};
     mutable spin_lock _queue_lock;
     frame* _head = nullptr;  // earliest due
     frame* _tail = nullptr;
@@ -227,6 +249,14 @@ public:
 
     // A port under `mac`; misuse (a MAC already attached, multicast MAC) throws std::invalid_argument.
     std::unique_ptr<port> attach(const mac_address& mac);
+    // An uplink (see above): it receives the frames for MACs no local function owns, and what it
+    // transmits goes to the local functions only. Its faults and link act on frames from or to it.
+    std::unique_ptr<port> attach_uplink();
+    // `source` (a frame's source MAC) was seen arriving on `uplink`: frames to it leave by that
+    // uplink. The table holds learned_limit MACs (then unknown MACs are flooded); a local
+    // function's MAC or a multicast one is never learned (what learn() answers says which).
+    learn_result learn(port& uplink, const mac_address& source);
+    static constexpr std::size_t learned_limit = 4096;
 
     void set_faults(const faults& f);
     // What port::set_faults and port::set_link do, for the port attached under `mac` (a fault on
@@ -263,7 +293,13 @@ private:
     // false: held back (`hold`, the destination's queue is full and drained), `f` untouched;
     // else `f` is given up. Without `hold` a full queue tail-drops.
     bool forward_locked(port& from, frame* f, clock::time_point now, bool hold) noexcept;
-    port* route(const frame& f) const noexcept;
+    // The local port owning f's destination, else (from a local port) the uplink to take; with
+    // several uplinks and an unknown destination, nullptr and `flood`.
+    port* route(const frame& f, const port& from, bool& flood) const noexcept;
+    // forward_locked() once the destination is known (`capture`: this copy goes into the capture)
+    bool deliver(port& from, port* to, frame* f, clock::time_point now, bool hold, bool capture) noexcept;
+    void flood(port& from, frame* f, clock::time_point now) noexcept;   // a copy to each uplink
+    void write_capture(frame* f) noexcept;   // with _state_lock held
     void detach(port& p) noexcept;
     double uniform() noexcept;  // with _state_lock held
     void materialize(frame& f) noexcept;
@@ -280,8 +316,10 @@ private:
     frame* _free = nullptr;
     std::size_t _free_count = 0;
 
-    mutable shared_spin_lock _config_lock;  // ports table and fault settings
-    std::vector<port*> _ports;
+    mutable shared_spin_lock _config_lock;  // ports table, learning table and fault settings
+    std::vector<port*> _ports;    // the local functions'
+    std::vector<port*> _uplinks;
+    std::vector<std::pair<mac_address, port*>> _learned;
     faults _faults;
 
     mutable std::mutex _state_lock;  // random state, capture file
@@ -290,7 +328,7 @@ private:
     std::atomic<bool> _capturing{false};  // _capture != nullptr, read without _state_lock
     struct alignas(64) atomic_counters {
         std::atomic<std::uint64_t> transmitted{0}, delivered{0}, dropped{0}, duplicated{0}, no_route{0}, overflow{0},
-            materialized{0}, by_reference{0}, pauses{0};
+            materialized{0}, by_reference{0}, pauses{0}, flooded{0};
     };
     atomic_counters _counters;
 
