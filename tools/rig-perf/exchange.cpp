@@ -281,8 +281,10 @@ std::expected<channel, std::string> channel::accept(std::uint16_t port, std::chr
         at = tcp::endpoint(a, port);
     }
     acceptor.open(at.protocol(), ec);
-    if (!ec && at.protocol() == tcp::v6() && !address) {
+    if (!ec && !address) {
         acceptor.set_option(asio::ip::v6_only(false), ec);  // IPv4 clients too
+    }
+    if (!ec) {
         acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
         acceptor.bind(at, ec);
     }

@@ -365,3 +365,20 @@ TEST_CASE("protocol: perftest 6.06's plan per test, and the passive side's bound
     o.duration = std::chrono::seconds(5);
     CHECK(passive_wait(o, {65536}, 10000ms) == 15000ms);
 }
+
+TEST_CASE("exchange: --bind: the server listens on that address only, on that port", "[unit][perf]") {
+    asio::io_context probe;
+    tcp::acceptor a(probe, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+    const std::uint16_t port = a.local_endpoint().port();
+    a.close();
+    std::expected<channel, std::string> server_side = std::unexpected("not run");
+    std::thread server([&] { server_side = channel::accept(port, 5s, std::string("127.0.0.1")); });
+    auto c = channel::connect("127.0.0.1", port, 5s);  // retries until the server listens
+    server.join();
+    REQUIRE(c.has_value());
+    REQUIRE(server_side.has_value());
+    // a bad address is the caller's error, said before any socket
+    auto bad = channel::accept(port, 100ms, std::string("no-address"));
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().starts_with("listen on no-address: "));
+}
