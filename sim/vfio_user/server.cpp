@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -25,6 +26,10 @@ std::string os_reason(std::string_view call, const std::string& path, int err) {
     m += ": ";
     m += std::strerror(err);
     return m;
+}
+bool nonblocking(int fd) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
 }  // namespace
 
@@ -60,10 +65,14 @@ std::expected<std::unique_ptr<server>, std::string> server::create(std::string p
         }
         ::unlink(path.c_str());
     }
+    // A backlog as deep as the host allows (net.core.somaxconn): a burst of connections waits
+    // there to be refused by the session (newcomers.hpp) instead of being refused by the kernel
+    // (EAGAIN on a non-blocking AF_UNIX connect) before anyone looked at it. The socket is
+    // non-blocking: every accept follows a poll, and the session accepts until none is left.
     // bind, then chmod, then listen: nobody can connect before listen, so nobody gets in
     // through the umask-derived mode that bind gave the file
     if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 8) != 0) {
+        ::chmod(path.c_str(), 0600) != 0 || ::listen(fd, SOMAXCONN) != 0 || !nonblocking(fd)) {
         const int err = errno;
         ::close(fd);
         ::unlink(path.c_str());
@@ -161,30 +170,6 @@ void server::serve(int conn) {
     log().debug("vfio-user server {}: client gone", _path);
     _connected = false;
     ++_served;
-}
-
-// A device serves one client at a time (libvfio-user attaches one; a VFIO group or device is
-// opened by one process: a second open is EBUSY). A second client is accepted only to be told
-// so at once: its first message (VERSION) gets an error reply with EBUSY, and the connection
-// closes. Left in the listen backlog it would wait for its VERSION reply until its own timeout.
-// A client that sends nothing within a short grace is closed without a reply (the current
-// client's session waits for this, so the grace is short).
-void server::refuse_second_client() {
-    const int conn = ::accept4(_listen, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) {
-        return;
-    }
-    message m;
-    const auto r = receive_message(conn, m, 4096, _options.max_msg_fds, clock::now() + std::chrono::milliseconds(200),
-                                   _wake);
-    if (r.status == io::ok && (m.hdr.flags & abi::flag_type_mask) == abi::flag_type_command &&
-        (m.hdr.flags & abi::flag_no_reply) == 0) {
-        const abi::header h{m.hdr.msg_id, m.hdr.command, abi::header_size, abi::flag_type_reply | abi::flag_error,
-                            static_cast<std::uint32_t>(EBUSY)};
-        (void)send_message(conn, h, {}, {}, clock::now() + std::chrono::milliseconds(200), _wake);
-    }
-    log().info("vfio-user server {}: a second client refused (EBUSY): one client at a time", _path);
-    ::close(conn);
 }
 
 void server::irq_state::disable() noexcept {

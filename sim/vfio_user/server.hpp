@@ -77,8 +77,6 @@ private:
     server(std::string path, device& dev, server_options options, int listen_fd, int wake_fd);
     void run();
     void serve(int conn);
-    // With a client connected: accepts the next one and answers its first message EBUSY.
-    void refuse_second_client();
     void drop_irqs();
     bool trigger_locked(unsigned kind, std::uint32_t vector);
     // vectors of an interrupt kind offered to the client (GET_IRQ_INFO count)

@@ -1,5 +1,7 @@
 #include "sim/vfio_user/session.hpp"
 
+#include "sim/vfio_user/newcomers.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -54,10 +56,13 @@ session::session(server& srv, int conn)
 
 void session::run() {
     const auto& path = _srv._path;
+    newcomers others(path);
+    std::vector<pollfd> p;
     while (!_broken) {
         // an idle client may stay as long as it likes; a started message must finish in time
-        pollfd p[3] = {{_conn, POLLIN, 0}, {_srv._wake, POLLIN, 0}, {_srv._listen, POLLIN, 0}};
-        if (::poll(p, 3, -1) < 0) {
+        p.assign({{_conn, POLLIN, 0}, {_srv._wake, POLLIN, 0}, {_srv._listen, POLLIN, 0}});
+        others.add_pollfds(p);
+        if (::poll(p.data(), p.size(), others.timeout_ms(clock::now())) < 0) {
             if (errno == EINTR) {
                 continue;
             }
@@ -67,10 +72,11 @@ void session::run() {
             return;
         }
         if (p[0].revents == 0) {
-            // a second client, refused; the current client's own events go first, so one that
+            // other clients, refused; the current client's own events go first, so one that
             // has just left (EOF) ends its session and the newcomer is served, not refused
+            others.serve(p, 3, clock::now());
             if (p[2].revents != 0) {
-                _srv.refuse_second_client();
+                others.accept_all(_srv._listen, clock::now());
             }
             continue;
         }
