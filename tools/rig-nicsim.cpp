@@ -435,12 +435,13 @@ void print_counters(const rig::sim::roce::wire& wire, const std::vector<std::uni
         const rig::sim::roce::udp_counters c = udp[k]->counters();
         std::fprintf(stderr,
                      "UDP port=%zu local=%s peer=%s in=%llu in_bytes=%llu out=%llu out_bytes=%llu not_for_us=%llu "
-                     "malformed=%llu send_errors=%llu learned=%llu mac_clashes=%llu\n",
+                     "malformed=%llu send_errors=%llu kernel_drops=%llu learned=%llu mac_clashes=%llu\n",
                      k, rig::sim::roce::to_string(udp[k]->local()).c_str(), rig::sim::roce::to_string(udp[k]->peer()).c_str(),
                      static_cast<unsigned long long>(c.datagrams_in), static_cast<unsigned long long>(c.bytes_in),
                      static_cast<unsigned long long>(c.datagrams_out), static_cast<unsigned long long>(c.bytes_out),
                      static_cast<unsigned long long>(c.not_for_us), static_cast<unsigned long long>(c.malformed),
-                     static_cast<unsigned long long>(c.send_errors), static_cast<unsigned long long>(c.learned),
+                     static_cast<unsigned long long>(c.send_errors), static_cast<unsigned long long>(c.kernel_drops),
+                     static_cast<unsigned long long>(c.learned),
                      static_cast<unsigned long long>(c.mac_clashes));
     }
     const rig::sim::roce::wire_counters w = wire.counters();

@@ -55,6 +55,8 @@ std::expected<std::unique_ptr<udp_port>, std::string> udp_port::open(wire& w, co
         return std::unexpected(what + ": " + std::strerror(e));
     };
     const int got = buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, receive_buffer);
+    const int on = 1;   // each arrival tells how many the kernel dropped so far (SO_RXQ_OVFL)
+    ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
     buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, default_send_buffer);
     const sockaddr_in l = socket_address(local), p = socket_address(peer);
     if (::bind(fd, reinterpret_cast<const sockaddr*>(&l), sizeof l) != 0) {
@@ -109,6 +111,7 @@ udp_counters udp_port::counters() const noexcept {
     c.send_errors = _counters.send_errors.load(r);
     c.learned = _counters.learned.load(r);
     c.mac_clashes = _counters.mac_clashes.load(r);
+    c.kernel_drops = _counters.kernel_drops.load(r);
     return c;
 }
 

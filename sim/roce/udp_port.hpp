@@ -53,6 +53,9 @@ struct udp_counters {
     std::uint64_t not_for_us = 0;   // arrived for no local function: unknown unicast, broadcast, multicast
     std::uint64_t malformed = 0;    // shorter than an Ethernet header, or longer than frame_capacity
     std::uint64_t send_errors = 0;  // frames lost to a send error (ECONNREFUSED, ENOBUFS, ...)
+    // datagrams the kernel dropped for want of room in the socket's receive buffer (SO_RXQ_OVFL,
+    // socket(7)): a burst bigger than receive_buffer(), or a model core kept from reading it
+    std::uint64_t kernel_drops = 0;
     std::uint64_t learned = 0;      // source MACs learned on this port (that were new to the table)
     std::uint64_t mac_clashes = 0;  // arrivals whose source MAC is a local function's (a loop, or --first-mac)
 };
@@ -93,6 +96,7 @@ private:
     bool receive(clock::time_point now) noexcept;
     bool send(clock::time_point now) noexcept;
     void sort_arrival(frame* f, std::uint32_t bytes, int flags, mac_address& learned) noexcept;
+    void kernel_drops(const ::msghdr& m) noexcept;
 
     wire& _wire;
     const int _fd;
@@ -109,9 +113,11 @@ private:
     std::size_t _pendings = 0;
     std::array<::mmsghdr, batch> _messages{};
     std::array<::iovec, batch> _iovecs{};
+    // room for each arrival's SO_RXQ_OVFL count (a cmsg of one 32-bit word)
+    std::array<std::array<char, CMSG_SPACE(sizeof(std::uint32_t))>, batch> _controls{};
     struct alignas(64) atomic_counters {
         std::atomic<std::uint64_t> datagrams_in{0}, bytes_in{0}, datagrams_out{0}, bytes_out{0}, not_for_us{0},
-            malformed{0}, send_errors{0}, learned{0}, mac_clashes{0};
+            malformed{0}, send_errors{0}, learned{0}, mac_clashes{0}, kernel_drops{0};
     };
     atomic_counters _counters;
     std::atomic<bool> _clash_said{false};

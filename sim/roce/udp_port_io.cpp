@@ -39,6 +39,8 @@ bool udp_port::receive(clock::time_point now) noexcept {
             _messages[i] = {};
             _messages[i].msg_hdr.msg_iov = &_iovecs[i];
             _messages[i].msg_hdr.msg_iovlen = 1;
+            _messages[i].msg_hdr.msg_control = _controls[i].data();
+            _messages[i].msg_hdr.msg_controllen = _controls[i].size();
         }
         const int n = ::recvmmsg(_fd, _messages.data(), static_cast<unsigned>(_spares), MSG_DONTWAIT, nullptr);
         if (n < 0) {
@@ -57,6 +59,9 @@ bool udp_port::receive(clock::time_point now) noexcept {
             bytes += _messages[i].msg_len;
             sort_arrival(_spare[i], _messages[i].msg_len, _messages[i].msg_hdr.msg_flags, learned);
         }
+        if (n > 0) {
+            kernel_drops(_messages[static_cast<std::size_t>(n) - 1].msg_hdr);
+        }
         _counters.datagrams_in.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
         _counters.bytes_in.fetch_add(bytes, std::memory_order_relaxed);
         const std::size_t left = _spares - static_cast<std::size_t>(n);
@@ -68,6 +73,18 @@ bool udp_port::receive(clock::time_point now) noexcept {
         }
     }
     return did;
+}
+
+// The kernel's count of datagrams it dropped on this socket, as of `m`'s arrival (the SO_RXQ_OVFL
+// cmsg, present once there was a drop).
+void udp_port::kernel_drops(const ::msghdr& m) noexcept {
+    for (const cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(const_cast<::msghdr*>(&m), const_cast<cmsghdr*>(c))) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+            std::uint32_t dropped = 0;
+            std::memcpy(&dropped, CMSG_DATA(c), sizeof dropped);
+            _counters.kernel_drops.store(dropped, std::memory_order_relaxed);
+        }
+    }
 }
 
 // One arrived datagram in `f`: to the wire (which finds its function, or drops it as unknown

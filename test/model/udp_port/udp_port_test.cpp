@@ -228,3 +228,26 @@ TEST_CASE("a UDP port that cannot bind says which address and why", "[udp]") {
         CHECK_FALSE(sr::parse_udp_address(bad).has_value());
     }
 }
+
+TEST_CASE("datagrams the kernel drops for want of receive buffer are counted (SO_RXQ_OVFL)", "[udp]") {
+    sr::wire w;
+    auto local = w.attach(mac(0, 1));
+    peer_socket far;
+    auto u = sr::udp_port::open(w, loopback(), far.address, 8192);   // a small buffer, on purpose
+    REQUIRE(u.has_value());
+    const bytes b = sealed_frame(mac(9, 9), mac(0, 1), 1000, 1);
+    w.core().pause();   // the port reads nothing meanwhile: the burst overflows the socket
+    for (int i = 0; i < 64; ++i) {
+        far.send_to((*u)->local(), b);
+    }
+    w.core().resume();
+    REQUIRE(eventually([&] { return (*u)->counters().datagrams_in > 0; }));
+    far.send_to((*u)->local(), b);   // the count comes with an arrival after the drops
+    REQUIRE(eventually([&] {
+        const auto c = (*u)->counters();
+        return c.kernel_drops > 0 && c.datagrams_in + c.kernel_drops == 65;
+    }));
+    for (sr::frame* f; (f = local->receive(sr::clock::now())) != nullptr;) {
+        local->release(f);
+    }
+}
