@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include <utility>  // before Asio: boost/asio/awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
+#include <fmt/format.h>
 
 #include <sys/socket.h>
 
@@ -68,6 +70,11 @@ std::expected<double, std::string> decode_version(std::span<const std::byte, ver
     auto [end, ec] = std::from_chars(p, p + n, v);
     if (n == 0 || n == version_bytes || ec != std::errc{} || end != p + n) {
         return std::unexpected("peer sent version '" + printable(b) + "', expected a perftest version such as 6.06");
+    }
+    // from_chars takes "nan" and "inf" as numbers (and NaN passes every comparison); a version is
+    // neither
+    if (!std::isfinite(v)) {
+        return std::unexpected("peer sent version '" + std::string(p, n) + "', expected a perftest version such as 6.06");
     }
     if (v < oldest_peer_version) {
         return std::unexpected("peer sent version " + std::string(p, n) +
@@ -530,6 +537,13 @@ std::expected<bw_report_wire, std::string> exchange_bw_report(channel& c, const 
         return std::unexpected(e.error());
     }
     out.msg_rate = decode_double(b);
+    // a figure is a finite number of zero or more: a NaN or an infinity from a peer would reach
+    // the tables and the JSON report (where it is no number at all)
+    for (const auto& [v, what] : {std::pair{out.bw_peak, "peak"}, {out.bw_avg, "average"}, {out.msg_rate, "message rate"}}) {
+        if (!std::isfinite(v) || v < 0) {
+            return std::unexpected(fmt::format("peer sent {} as the BW report's {}, expected a finite figure of 0 or more", v, what));
+        }
+    }
     return out;
 }
 

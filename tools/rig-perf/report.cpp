@@ -35,21 +35,33 @@ constexpr const char* REPORT_FMT_LAT_DUR_JSON =
 // perftest shows BW figures with 6 decimals when --report_gbits and the average is under 0.1.
 bool more_decimals(const bw_row& r, bool gbits) { return gbits && gbits_of_mib(r.bw_average_mib) < 0.1; }
 
+// JSON has no NaN or infinity: printf writes "nan"/"inf", which no JSON reader takes. A figure
+// that is not finite (a run too short to time, 0/0) is written as null; perftest's own
+// print_report_bw would write the bare word.
+std::string finite_json(std::string fields) {
+    for (const std::string_view word : {": -nan", ": nan", ": -inf", ": inf"}) {
+        for (auto at = fields.find(word); at != std::string::npos; at = fields.find(word, at)) {
+            fields.replace(at, word.size(), ": null");
+        }
+    }
+    return fields;
+}
+
 std::string bw_fields_json(const bw_row& r, bool gbits) {
     const double peak = gbits ? gbits_of_mib(r.bw_peak_mib) : r.bw_peak_mib;
     const double avg = gbits ? gbits_of_mib(r.bw_average_mib) : r.bw_average_mib;
-    return fmt::sprintf(more_decimals(r, gbits) ? REPORT_FMT_EXT_JSON : REPORT_FMT_JSON, r.bytes, r.iterations, peak,
-                        avg, r.msg_rate_mpps);
+    return finite_json(fmt::sprintf(more_decimals(r, gbits) ? REPORT_FMT_EXT_JSON : REPORT_FMT_JSON, r.bytes,
+                                    r.iterations, peak, avg, r.msg_rate_mpps));
 }
 
 std::string lat_fields_json(const lat_row& r, bool duration) {
     if (duration) {
-        return fmt::sprintf(REPORT_FMT_LAT_DUR_JSON, r.bytes, r.iterations, r.t_avg, r.tps);
+        return finite_json(fmt::sprintf(REPORT_FMT_LAT_DUR_JSON, r.bytes, r.iterations, r.t_avg, r.tps));
     }
-    return fmt::sprintf(REPORT_FMT_LAT_JSON, r.bytes, r.iterations, r.t_min, r.t_max, r.t_typical, r.t_avg, r.t_stdev,
-                        r.p99, r.p999) +
-           fmt::sprintf(",\n\"percentile_50\": %.2f,\n\"percentile_90\": %.2f,\n\"t_max_all\": %.2f", r.p50, r.p90,
-                        r.max);
+    return finite_json(fmt::sprintf(REPORT_FMT_LAT_JSON, r.bytes, r.iterations, r.t_min, r.t_max, r.t_typical, r.t_avg,
+                                    r.t_stdev, r.p99, r.p999) +
+                       fmt::sprintf(",\n\"percentile_50\": %.2f,\n\"percentile_90\": %.2f,\n\"t_max_all\": %.2f",
+                                    r.p50, r.p90, r.max));
 }
 
 std::string json_string(const std::string& s) {

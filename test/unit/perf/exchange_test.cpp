@@ -4,9 +4,11 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>  // before Asio (boost/asio/awaitable.hpp uses std::exchange)
 
 #include <boost/asio.hpp>
@@ -278,6 +280,34 @@ TEST_CASE("exchange: a truncated, garbled, old or silent peer is an error, not a
         CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
         REQUIRE_FALSE(r.has_value());
         CHECK(r.error() == "timeout after 200 ms waiting for the version from the peer");
+    }
+}
+
+TEST_CASE("exchange: a version or a figure that is no finite number is refused", "[unit][perf]") {
+    for (const char* v : {"nan", "inf", "-inf", "infinity", "NAN"}) {
+        INFO(v);
+        const auto r = decode_version(encode_version(v));
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error() == std::string("peer sent version '") + v + "', expected a perftest version such as 6.06");
+    }
+    CHECK(decode_version(encode_version("6.06")).value() == Approx(6.06));
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    for (const auto& [peak, avg, rate, what] : {std::tuple{nan, 1.0, 1.0, "peak"}, {1.0, inf, 1.0, "average"},
+                                                {1.0, 1.0, -1.0, "message rate"}}) {
+        INFO(what);
+        fake_peer p([peak = peak, avg = avg, rate = rate](tcp::socket& s) {
+            for (const auto& field : {encode_u64(65536), encode_u64(5000), encode_double(peak), encode_double(avg),
+                                      encode_double(rate)}) {
+                drain(s, 8);
+                send_raw(s, field);
+            }
+        });
+        auto c = channel::connect("127.0.0.1", p.port(), 2s);
+        REQUIRE(c.has_value());
+        const auto r = exchange_bw_report(*c, bw_report_wire{}, 2s);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().starts_with("peer sent "));
+        CHECK(r.error().ends_with(std::string(" as the BW report's ") + what + ", expected a finite figure of 0 or more"));
     }
 }
 

@@ -1,5 +1,6 @@
 // rig-perf's output (tools/rig-perf/report.hpp) against perftest's exact strings, and its
 // figures (stats.hpp) against perftest's arithmetic on known timestamps.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -200,4 +201,28 @@ TEST_CASE("report: the bandwidth report goes on the wire in the unit the table p
     // a perftest client's Gb/s figures, printed by a --report_gbits server as they came
     CHECK(bw_row_line(row_of({65536, 5000, 94.24, 92.28, 0.176002}, true), true) ==
           " 65536      5000             94.24              92.28  \t\t     0.176002\n");
+}
+
+TEST_CASE("report: figures that are no finite number are null in the JSON, never a bare nan or inf", "[unit][perf]") {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    test_info t;
+    t.kind = test_kind::write_bw;
+    t.device = "dev";
+    run_report r;
+    r.kind = t.kind;
+    r.bw = {bw_row{2, 100, nan, -inf, inf}};
+    const std::string j = json_report(t, r, false);
+    CHECK(j.find("\"BW_peak\": null,\n\"BW_average\": null,\n\"MsgRate\": null\n") != std::string::npos);
+    t.kind = test_kind::write_lat;
+    run_report l;
+    l.kind = t.kind;
+    l.lat = {lat_row{2, 1000, nan, inf, 1.75, 1.8, nan, 2.9, 3.1, 1.7, 2.0, -nan, 0}};
+    const std::string k = json_report(t, l, false);
+    CHECK(k.find("\"t_min\": null,\n\"t_max\": null,\n\"t_typical\": 1.75,") != std::string::npos);
+    for (const std::string& text : {j, k}) {
+        CHECK(text.find(": nan") == std::string::npos);
+        CHECK(text.find(": -nan") == std::string::npos);
+        CHECK(text.find(": inf") == std::string::npos);
+        CHECK(text.find(": -inf") == std::string::npos);
+    }
 }
