@@ -33,8 +33,10 @@ const family table[] = {
      .make = &mlx5::make_function},
     {.name = "bnxt",
      .description = "BCM57508 (14e4:1750)",
-     .faults = {.family = "bnxt", .channels = bnxt_channels, .fatal_name = "fatal code", .min_fatal = 0,
-                .max_fatal = 0xffffffff},
+     // fatal: the firmware's reset notice, CODE its RESET_NOTIFY reason (bnxt_hsi.h
+     // ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_*: 2 FW_EXCEPTION_FATAL), sim/bnxt
+     .faults = {.family = "bnxt", .channels = bnxt_channels, .fatal_name = "reset notice reason", .min_fatal = 1,
+                .max_fatal = 5},
      .options = bnxt_options,
      .make = &bnxt::make_function},
 };

@@ -638,6 +638,9 @@ RIG_BNXT_LAYOUT(hwrm_fw_set_time_input, 32, RIG_BNXT_HWRM_FW_SET_TIME_INPUT);
     W(timestamp_hi, std::uint16_t, 10)                             \
     W(event_data1, std::uint32_t, 12)
 RIG_BNXT_LAYOUT(hwrm_async_event_cmpl, 16, RIG_BNXT_HWRM_ASYNC_EVENT_CMPL);
+// RESET_NOTIFY's own struct in bnxt_hsi.h (hwrm_async_event_cmpl_reset_notify): the same
+// fields, pinned on their own so a change to either struct is seen.
+RIG_BNXT_LAYOUT(hwrm_async_event_cmpl_reset_notify, 16, RIG_BNXT_HWRM_ASYNC_EVENT_CMPL);
 
 inline constexpr std::uint8_t PORT_PHY_QCFG_RESP_LINK_NO_LINK = 0x0;
 inline constexpr std::uint8_t PORT_PHY_QCFG_RESP_LINK_LINK = 0x2;
@@ -647,6 +650,41 @@ inline constexpr std::uint16_t PORT_PHY_QCFG_RESP_SUPPORT_SPEEDS_100GB = 0x800;
 inline constexpr std::uint8_t PORT_PHY_QCFG_RESP_DUPLEX_STATE_FULL = 0x1;
 inline constexpr std::uint16_t ASYNC_EVENT_CMPL_TYPE_HWRM_ASYNC_EVENT = 0x2e;
 inline constexpr std::uint16_t ASYNC_EVENT_CMPL_EVENT_ID_LINK_STATUS_CHANGE = 0x0;
+inline constexpr std::uint16_t ASYNC_EVENT_CMPL_EVENT_ID_RESET_NOTIFY = 0x8;
+inline constexpr std::uint16_t ASYNC_EVENT_CMPL_EVENT_ID_ERROR_RECOVERY = 0x9;
+// LINK_STATUS_CHANGE event_data1 bit 0: the link is up (bnxt.c bnxt_async_event_process).
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_LINK_STATUS_CHANGE_EVENT_DATA1_LINK_CHANGE_UP = 0x1;
+// RESET_NOTIFY (hwrm_async_event_cmpl_reset_notify, the same 16 bytes): event_data1 carries the
+// driver's action (bits 0-7), the reason (bits 8-15) and a delay in 100 ms ticks (bits 16-31);
+// event_data2 bits 0-15 the firmware's status code; timestamp_lo / timestamp_hi are the minimum
+// and maximum wait in deciseconds before the firmware answers again (bnxt.c: fw_reset_min_dsecs,
+// fw_reset_max_dsecs).
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DRIVER_ACTION_MASK = 0xff;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DRIVER_ACTION_DRIVER_STOP_TX_QUEUE = 0x1;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DRIVER_ACTION_DRIVER_IFDOWN = 0x2;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_MASK = 0xff00;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_SFT = 8;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_MANAGEMENT_RESET_REQUEST = 0x100;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_FW_EXCEPTION_FATAL = 0x200;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_FW_EXCEPTION_NON_FATAL = 0x300;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_FAST_RESET = 0x400;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_FW_ACTIVATION = 0x500;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DELAY_IN_100MS_TICKS_MASK = 0xffff0000;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DELAY_IN_100MS_TICKS_SFT = 16;
+inline constexpr std::uint32_t ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA2_FW_STATUS_CODE_MASK = 0xffff;
+
+// The name of a RESET_NOTIFY reason (event_data1 bits 8-15): "FW_EXCEPTION_FATAL".
+constexpr const char* reset_notify_reason_name(std::uint32_t data1) noexcept {
+    switch ((data1 & ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_MASK) >>
+            ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_SFT) {
+    case 1: return "MANAGEMENT_RESET_REQUEST";
+    case 2: return "FW_EXCEPTION_FATAL";
+    case 3: return "FW_EXCEPTION_NON_FATAL";
+    case 4: return "FAST_RESET";
+    case 5: return "FW_ACTIVATION";
+    default: return "UNKNOWN";
+    }
+}
 inline constexpr std::uint32_t FUNC_CFG_REQ_ENABLES_ASYNC_EVENT_CR = 0x4000;
 inline constexpr std::uint32_t FUNC_CFG_REQ_ENABLES_CACHE_LINESIZE = 0x100000;
 inline constexpr std::uint8_t FUNC_CFG_REQ_OPTIONS_CACHE_LINESIZE_MASK = 0x3;

@@ -44,6 +44,7 @@ std::string_view to_string(bring_up_step s) noexcept {
     case bring_up_step::query_func: return "QUERY_FUNC";
     case bring_up_step::initialize_fw: return "INITIALIZE_FW";
     case bring_up_step::nq: return "NQ";
+    case bring_up_step::async_cr: return "ASYNC_CR";
     case bring_up_step::add_gid: return "ADD_GID";
     case bring_up_step::ready: return "READY";
     }
@@ -127,7 +128,7 @@ result<void> device::run_steps() {
     const auto& t = _options.timeouts;
     const ms limits[] = {t.ready, t.func_reset, t.func_qcaps, t.drv_rgtr, t.backing_store, t.resource_qcaps,
                          t.func_qcfg, t.func_cfg, t.stat_ctx, t.vnic, t.l2_filter, t.creq,
-                         t.rcfw, t.query_func, t.initialize_fw, t.nq, t.add_gid};
+                         t.rcfw, t.query_func, t.initialize_fw, t.nq, t.async_cr, t.add_gid};
     for (auto s = bring_up_step::ver_get; s != bring_up_step::ready;
          s = static_cast<bring_up_step>(static_cast<int>(s) + 1)) {
         _reached = s;
@@ -185,6 +186,8 @@ result<void> device::step(bring_up_step s, clock::time_point by) {
     case bring_up_step::initialize_fw:
     case bring_up_step::nq:
     case bring_up_step::add_gid: return _options.roce_channel ? roce_step(s, by) : result<void>{};
+    case bring_up_step::async_cr:
+        return _options.roce_channel && _options.rcfw_events && !_vf ? async_cr(by) : result<void>{};
     case bring_up_step::ready: return {};
     }
     return {};
@@ -249,6 +252,15 @@ result<void> device::drv_rgtr(clock::time_point by) {
     in.ver_min_8b = 1;
     in.ver_upd_8b = 0;
     in.ver_min = 1;
+    if (_options.rcfw_events && _options.roce_channel) {
+        // the async events the event thread takes (bnxt_hwrm_func_drv_rgtr: a bitmap of event
+        // ids as 8 little-endian 32-bit words; bnxt_async_events_arr has both)
+        for (const std::uint16_t id : {abi::ASYNC_EVENT_CMPL_EVENT_ID_LINK_STATUS_CHANGE,
+                                       abi::ASYNC_EVENT_CMPL_EVENT_ID_RESET_NOTIFY}) {
+            in.async_event_fwd[id / 8] |= static_cast<std::uint8_t>(1u << (id % 8));
+        }
+        in.enables |= abi::FUNC_DRV_RGTR_REQ_ENABLES_ASYNC_EVENT_FWD;
+    }
     auto r = _hwrm->send<abi::hwrm_func_drv_rgtr_output>(in, by);
     if (!r) {
         return std::unexpected(std::move(r.error()));
@@ -700,7 +712,8 @@ void device::undo_roce(std::optional<error>& first) {
         }
     }
     _gid_index.reset();
-    free_ring(teardown_step::nq, _nq_id, _nq, _nq_iova, "NQ", first);
+    free_ring(teardown_step::nq, _nq_id, _nq, _nq_iova, "NQ", first);   // and the async event ring with it
+    _async_cr.reset();
     if (!_rcfw) {
         return;
     }

@@ -32,6 +32,12 @@
 //                        HW_REQUESTER_RETX_SUPPORTED when QUERY_FUNC says the requester retransmits
 //   NQ                   RING_ALLOC of the RoCE NQ the CQs notify (bnxt_re_alloc_res, after
 //                        INITIALIZE_FW): type NQ, MSI-X vector nq_msix, its pages by a PBL
+//   ASYNC_CR             with rcfw_events: FUNC_CFG async_event_cr = the NQ, so the firmware's
+//                        async events (LINK_STATUS_CHANGE, RESET_NOTIFY: FUNC_DRV_RGTR's
+//                        async_event_fwd asked for them) land on it, as bnxt_en's
+//                        bnxt_hwrm_ring_alloc names its first NQ on P5 (async_events.cpp). A
+//                        VF (FUNC_VF_CFG) skips it. Released with the NQ's RING_FREE (bnxt_en
+//                        never unsets it: bnxt_hwrm_ring_free frees the NQ under it).
 //   ADD_GID              ADD_GID of the MAC's IPv6 link-local GID (its firmware index kept)
 //   READY                with rcfw_events: the event thread (events.hpp) started
 // A failed bring-up undoes what it did, in teardown order, before it returns the error.
@@ -51,8 +57,10 @@
 //
 // Events: a CREQ QP_ERROR_NOTIFICATION goes to options.events.qp_error in either mode (in
 // polling mode when a command polls the CREQ). With rcfw_events, an event thread takes the NQ's
-// CQ notifications (options.events.completion) and the CREQ's interrupts, and watches health
-// (options.events.fatal); it runs from READY until teardown (events.hpp).
+// CQ notifications (options.events.completion), the firmware's async events on the NQ
+// (LINK_STATUS_CHANGE to options.events.port_change, RESET_NOTIFY as the NIC's failure) and the
+// CREQ's interrupts, and watches health (options.events.fatal); it runs from READY until
+// teardown (events.hpp). Polling mode hears no async event.
 //
 // Threads: bring_up and teardown from one thread; the accessors from any thread.
 #include <array>
@@ -94,6 +102,7 @@ enum class bring_up_step : std::uint8_t {
     query_func,
     initialize_fw,
     nq,
+    async_cr,
     add_gid,
     ready,
 };
@@ -119,6 +128,7 @@ struct device_timeouts {
     ms query_func{20000};
     ms initialize_fw{20000};
     ms nq{5000};
+    ms async_cr{5000};
     ms add_gid{20000};
     ms teardown_step{5000};  // each teardown request
 };
@@ -198,6 +208,8 @@ public:
     std::uint64_t nq_iova() const noexcept { return _nq_iova; }
     std::uint32_t nq_entries() const noexcept { return _options.nq_entries; }
     std::byte* nq_memory() const noexcept { return _nq.data(); }
+    // The ring FUNC_CFG named async_event_cr (step ASYNC_CR: the NQ); none without it.
+    std::optional<std::uint16_t> async_event_ring() const noexcept { return _async_cr; }
     // The event thread (rcfw_events, from READY until teardown); null without it.
     const bnxt::events* event_thread() const noexcept { return _events.get(); }
     const context_memory* contexts() const noexcept { return _ctx.get(); }
@@ -233,6 +245,7 @@ private:
     result<void> l2_filter(clock::time_point by);
     result<void> creq(clock::time_point by);
     result<void> nq(clock::time_point by);
+    result<void> async_cr(clock::time_point by);
     result<std::uint16_t> alloc_ring(std::uint32_t entries, std::uint16_t msix, driver::dma_memory& memory,
                                      std::uint64_t& iova, const char* what, clock::time_point by);
     result<void> roce_step(bring_up_step s, clock::time_point by);
@@ -273,6 +286,7 @@ private:
     driver::dma_memory _nq;        // ring pages, then the PBL page
     std::uint64_t _nq_iova = 0;
     std::optional<std::uint16_t> _nq_id;
+    std::optional<std::uint16_t> _async_cr;   // FUNC_CFG async_event_cr (step ASYNC_CR)
     std::unique_ptr<rcfw_channel> _rcfw;
     std::unique_ptr<bnxt::events> _events;
     std::vector<int> _irq_fds;     // rcfw_events: the MSI-X eventfds by vector

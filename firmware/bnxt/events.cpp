@@ -16,6 +16,7 @@
 #include "abi/bits.hpp"
 #include "abi/bnxt/cqe.hpp"
 #include "abi/bnxt/doorbell.hpp"
+#include "abi/bnxt/hwrm_cmds.hpp"
 #include "firmware/log.hpp"
 
 namespace rig::firmware::bnxt {
@@ -25,7 +26,7 @@ namespace {
 constexpr std::size_t nq_entry_bytes = 16;
 constexpr std::size_t nq_arm_word = 8;   // word 1 of the privileged page (docs/bnxt-data-path.md)
 
-enum counter : std::size_t { interrupts, notifications, other_entries, arms, health_checks };
+enum counter : std::size_t { interrupts, notifications, other_entries, arms, health_checks, async_events };
 
 }  // namespace
 
@@ -81,7 +82,12 @@ void events::stop() {
 
 event_counts events::counts() const {
     const auto at = [&](counter c) { return _counts[c].load(std::memory_order_relaxed); };
-    return {at(interrupts), at(notifications), at(other_entries), at(arms), at(health_checks)};
+    return {at(interrupts), at(notifications), at(other_entries), at(arms), at(health_checks), at(async_events)};
+}
+
+std::optional<bool> events::link_up() const noexcept {
+    const int l = _link.load(std::memory_order_acquire);
+    return l < 0 ? std::nullopt : std::optional<bool>(l == 1);
 }
 
 bool events::take(int fd) {
@@ -118,6 +124,9 @@ void events::run() {
         // Taken on every wake, interrupt or not: an entry whose interrupt was lost is found at
         // the next health interval at the latest.
         service_nq();
+        if (_fatal.load(std::memory_order_acquire)) {
+            return;   // a reset notice: the thread takes no more events
+        }
         if (clock::now() >= next_check) {
             next_check = clock::now() + _health_interval;
             if (!healthy()) {
@@ -144,6 +153,14 @@ void events::service_nq() {
         ++_cons;
         took = true;
         const auto cn = abi::decode<abi::nq_cn>(std::span<const std::byte>(entry));
+        if (cn && cn->type == abi::ASYNC_EVENT_CMPL_TYPE_HWRM_ASYNC_EVENT) {
+            _counts[async_events].fetch_add(1, std::memory_order_relaxed);
+            on_async_event(entry);   // bnxt_poll_p5: bnxt_hwrm_handler
+            if (_fatal.load(std::memory_order_acquire)) {
+                return;   // the firmware is resetting: nothing more is taken (nor armed)
+            }
+            continue;
+        }
         if (!cn || cn->type != abi::NQ_CN_TYPE_CQ_NOTIFICATION) {
             _counts[other_entries].fetch_add(1, std::memory_order_relaxed);
             continue;

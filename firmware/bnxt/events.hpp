@@ -6,7 +6,11 @@
 //
 //   NQ     entries are new while their v bit equals the pass's phase (1 on the first pass, flipped
 //          at each wrap: NQE_CMP_VALID); each CQ_NOTIFICATION (nq_cn type 0x30) gives its
-//          cq_handle (low | high << 32) to handlers.completion. Then the NQ is re-armed: one
+//          cq_handle (low | high << 32) to handlers.completion; an HWRM async event (type 0x2e,
+//          the NQ is the async event ring: device.hpp ASYNC_CR) is the firmware's
+//          (async_events.cpp): LINK_STATUS_CHANGE gives the link to handlers.port_change,
+//          RESET_NOTIFY is the NIC's failure (fatal, below, with the notice's words: the firmware
+//          is resetting and will answer nothing it was asked before). Then the NQ is re-armed: one
 //          64-bit NQ_ARM doorbell (xid the NQ's ring id, index = consumer mod entries, epoch =
 //          pass parity; bnxt_qplib_ring_nq_db) at word 1 (+8) of the privileged doorbell page
 //          (word 0 is the CREQ's), a store into mapped BAR2, else a region write.
@@ -27,6 +31,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <thread>
 
 #include "driver/function.hpp"
@@ -44,8 +50,11 @@ struct event_handlers {
     // channel locked, from whichever thread polled the CREQ (the event thread, or a command's
     // waiter in polling mode).
     std::function<void(std::uint32_t qpn, std::uint8_t req_reason, std::uint8_t res_reason)> qp_error;
-    // The firmware stopped answering or the function is gone. Called once.
+    // The firmware stopped answering, the function is gone, or the firmware announced its reset
+    // (RESET_NOTIFY). Called once.
     std::function<void(const error&)> fatal;
+    // LINK_STATUS_CHANGE: the port's link went up or down (event_data1 bit 0).
+    std::function<void(bool up)> port_change;
 };
 
 // The NQ the device allocated (device.hpp, step NQ).
@@ -63,6 +72,7 @@ struct event_counts {
     std::uint64_t other_entries = 0;   // NQ entries of another type (SRQ events...), skipped
     std::uint64_t arms = 0;            // NQ_ARM doorbells
     std::uint64_t health_checks = 0;
+    std::uint64_t async_events = 0;    // HWRM async events on the NQ (any id)
 };
 
 class events {
@@ -81,6 +91,8 @@ public:
     void stop();
     bool failed() const noexcept { return _fatal.load(std::memory_order_acquire); }
     event_counts counts() const;
+    // The link as the last LINK_STATUS_CHANGE said it; none before the first.
+    std::optional<bool> link_up() const noexcept;
 
 private:
     events(driver::function& fn, hwrm_channel& hwrm, rcfw_channel& rcfw, const nq_ring& nq, int creq_eventfd,
@@ -89,6 +101,7 @@ private:
     static bool take(int fd);            // reads the eventfd's count: true when it fired
     void service_nq();
     void arm_nq();
+    void on_async_event(std::span<const std::byte, 16> entry);   // async_events.cpp
     bool healthy();                      // false: fatal was declared
     void declare_fatal(error e);
 
@@ -105,7 +118,8 @@ private:
     int _wake_fd = -1;
     std::atomic<bool> _stopping{false};
     std::atomic<bool> _fatal{false};
-    std::array<std::atomic<std::uint64_t>, 5> _counts{};
+    std::array<std::atomic<std::uint64_t>, 6> _counts{};
+    std::atomic<int> _link{-1};          // -1 unknown, 0 down, 1 up
     std::thread _thread;                 // last: started once everything above exists
 };
 

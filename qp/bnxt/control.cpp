@@ -60,6 +60,9 @@ fw::device_options control::device_options_of(const nic_options& o, detail::fami
             user(qpn, "QP_ERROR_NOTIFICATION", true);
         }
     };
+    // LINK_STATUS_CHANGE on the NQ (firmware/bnxt ASYNC_CR), as mlx5's PORT_CHANGE
+    d.events.port_change = o.port_change;
+    // the firmware stopped answering, the function is gone, or RESET_NOTIFY: the NIC fails
     d.events.fatal = [nic = events.fatal, user = o.fatal](const fw::error& e) {
         nic();
         if (user) {

@@ -194,24 +194,13 @@ void datapath::notify(cq_slot& c) {
         return;
     }
     _notes.store(_notes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    const auto& rcfw = _fn._fw.rcfw();
-    const auto nq = _nqs.find(c.cq->nq);
-    const bool creq = rcfw.enabled && c.cq->nq == rcfw.creq_ring;
-    if (!creq && (nq == _nqs.end() || !nq->second.armed)) {
-        return;
-    }
-    if (nq != _nqs.end()) {
-        nq->second.armed = false;
-    }
-    if (const auto v = _fn._fw.nq_vector(c.cq->nq)) {
+    if (const auto v = _fn._fw.announce(c.cq->nq)) {   // the NQ's vector, when armed
         raise(*v);
     }
 }
 
 void datapath::raise(std::uint16_t vector) {
-    if (_fn._server != nullptr && vector < _fn._msix.vectors()) {
-        _fn._msix.raise(*_fn._server, vector);
-    }
+    _fn.raise_locked(vector);
 }
 
 // The rc_qp failed: the QP goes to ERR (QUERY_QP shows it) with a CREQ QP_ERROR_NOTIFICATION

@@ -97,6 +97,7 @@ bool datapath::pass(roce::clock::time_point now) {
     // the DMA view and the region table, each locked once for the whole pass
     vfio_user::dma_space::pin dma_pinned(*_dma);
     roce::memory::pin regions_pinned(*_memory);
+    follow_link();
     bool did = poll_doorbells();
     for (auto& [id, s] : _qps) {
         if (s.rc && s.q != nullptr) {
@@ -132,6 +133,22 @@ bool datapath::drop_arrivals(roce::clock::time_point now) noexcept {
 
 // ---- objects --------------------------------------------------------------------------------
 
+// The cable: the wire's port going down or up (rig-nicsim --link-down-after-ms, SIGUSR1) is the
+// PHY's, so the firmware says it as a card's does: PORT_PHY_QCFG's link and a
+// LINK_STATUS_CHANGE async event when the driver asked for one (port.cpp), the NQ's latest arm
+// taken first.
+void datapath::follow_link() {
+    const bool up = _port->link_up();
+    if (up == _link_seen) {
+        return;
+    }
+    _link_seen = up;
+    _fn.take_doorbells_locked();
+    if (const auto d = _fn._fw.set_link(up, _dma); d.vector) {
+        raise(*d.vector);
+    }
+}
+
 void datapath::follow_objects() {
     if (_fn._resets != _seen_resets) {  // the firmware's tables are new: nothing followed remains
         for (auto& [id, s] : _qps) {
@@ -139,7 +156,6 @@ void datapath::follow_objects() {
         }
         _qps.clear();
         _cqs.clear();
-        _nqs.clear();
         for (const auto& [key, k] : _keys) {
             _memory->deregister(key);
         }
@@ -152,14 +168,6 @@ void datapath::follow_objects() {
     follow_keys();
     follow_cqs();
     follow_qps();
-    // the RoCE NQs: every NQ ring but the CREQ, arms kept across commands
-    const auto& rcfw = _fn._fw.rcfw();
-    std::erase_if(_nqs, [&](const auto& n) { return !_fn._fw.rings().contains(n.first); });
-    for (const auto& [id, r] : _fn._fw.rings()) {
-        if (r.type == abi::RING_ALLOC_REQ_RING_TYPE_NQ && !(rcfw.enabled && id == rcfw.creq_ring)) {
-            _nqs.try_emplace(id);
-        }
-    }
     // the doorbell pages: the privileged one and every page a QP or CQ names
     _pages.assign(1, 0);
     for (const auto& [id, c] : _cqs) {

@@ -100,6 +100,9 @@ public:
 
     // One pass, with the function model's lock held (roce::station).
     bool step() noexcept override;
+    // A doorbell of page `dpi` someone else took from BAR2 (the function model's firmware thread
+    // looks at the privileged page too: function_model::take_doorbells), lock held.
+    void take_doorbell(std::uint32_t dpi, std::uint64_t value) { doorbell(dpi, value); }
 
 private:
     // What RTR and RTS connected an rc_qp to; another one means the QP went through RESET
@@ -125,9 +128,6 @@ private:
         std::uint32_t producer = 0;    // next CQE, modulo 2 x entries (the pass is the toggle)
         std::uint32_t consumer = 0;    // the driver's, from its CQ doorbells, modulo 2 x entries
         bool armed = false;
-    };
-    struct nq_slot {
-        bool armed = false;            // NQ_ARM since the NQ's last interrupt
     };
     struct qp_slot;
     // The chip's lookup of a retransmission's WQE by the driver's PSN search entry (P5 without
@@ -158,6 +158,7 @@ private:
 
     // datapath.cpp, all with the function model's lock held
     bool pass(roce::clock::time_point now);
+    void follow_link();
     bool drop_arrivals(roce::clock::time_point now) noexcept;
     void follow_objects();
     void follow_keys();
@@ -174,7 +175,6 @@ private:
     void producer(qp_slot& s, bool send, std::uint32_t index, bool epoch);
     bool consumer(cq_slot& c, std::uint32_t index, bool epoch) noexcept;
     void arm_cq(cq_slot& c);
-    void arm_nq(std::uint16_t ring, std::uint32_t index, bool epoch);
     bool fetch_sends(qp_slot& s, const roce_qp& q);
     bool fetch_receives(qp_slot& s, const roce_qp& q);
     bool read_queue(const queue_memory& m, std::uint64_t offset, std::span<std::byte> out) const noexcept;
@@ -197,7 +197,6 @@ private:
     rig::roce::gid _engine_gid{};
     std::map<std::uint32_t, qp_slot> _qps;
     std::map<std::uint32_t, cq_slot> _cqs;
-    std::map<std::uint16_t, nq_slot> _nqs;   // the NQ rings (RING_ALLOC type NQ) but the CREQ
     struct key_state {
         std::uint32_t pd;
         std::uint64_t va, bytes;
@@ -208,6 +207,7 @@ private:
     };
     std::map<std::uint32_t, key_state> _keys;   // the keys registered in _memory
     std::vector<std::uint32_t> _pages;          // the DPI pages polled: 0 and every QP's and CQ's
+    bool _link_seen = true;                     // the port's link at the last pass
     std::uint64_t _seen_commands = ~std::uint64_t{0};
     std::uint64_t _seen_roce = ~std::uint64_t{0};
     std::uint64_t _seen_resets = ~std::uint64_t{0};

@@ -103,15 +103,17 @@ void datapath::doorbell(std::uint32_t dpi, std::uint64_t value) {
         }
         return;
     }
-    case abi::DBC_DBC_TYPE_NQ_ARM: {
-        const auto& rcfw = _fn._fw.rcfw();
-        if (rcfw.enabled && f.xid == rcfw.creq_ring) {
-            return;   // the CREQ's: its entries raise its vector every time (rcfw.cpp)
-        }
-        if (!_nqs.contains(static_cast<std::uint16_t>(f.xid)) || dpi != 0) {
+    case abi::DBC_DBC_TYPE_NQ_ARM:
+    case abi::DBC_DBC_TYPE_NQ: {
+        // every NQ's (the CREQ's too) on the privileged page: the firmware's (interrupts.cpp)
+        std::optional<std::uint16_t> now;
+        if (dpi != 0 || !_fn._fw.nq_doorbell(value, now)) {
             return ignore();
         }
-        return arm_nq(static_cast<std::uint16_t>(f.xid), f.index, epoch);
+        if (now) {
+            raise(*now);
+        }
+        return;
     }
     default:
         return ignore();   // SRQs, NQ masks, push and cut-off doorbells: not modelled
@@ -158,22 +160,6 @@ void datapath::arm_cq(cq_slot& c) {
     if (c.producer != c.consumer) {
         notify(c);
     }
-}
-
-// NQ_ARM on a RoCE NQ: its next entry raises its vector; one armed behind the NQ's producer
-// (entries the driver has not seen) raises it now.
-void datapath::arm_nq(std::uint16_t ring, std::uint32_t index, bool epoch) {
-    const auto r = _fn._fw.rings().find(ring);
-    const std::uint32_t length = r->second.length;
-    const std::uint32_t produced = r->second.producer % (2 * length);
-    if (index < length && index + (epoch ? length : 0) != produced) {
-        _nqs[ring].armed = false;
-        if (const auto v = _fn._fw.nq_vector(ring)) {
-            raise(*v);
-        }
-        return;
-    }
-    _nqs[ring].armed = true;
 }
 
 // ---- work entries -----------------------------------------------------------------------------

@@ -205,6 +205,11 @@ struct ring {
     std::uint16_t nq_ring_id = 0xffff;
     std::uint32_t stat_ctx_id = 0xffffffff;
     std::uint32_t producer = 0;        // the model's next entry (async events)
+    std::uint64_t cq_handle = 0;       // RING_ALLOC cq_handle (an L2 completion ring's)
+    // The interrupt (interrupts.cpp): NQ_ARM asks for one at the ring's next entry; `waiting`:
+    // entries were written while it was not armed (the next arm behind them raises at once).
+    bool armed = false;
+    bool waiting = false;
     // The IOVA of entry i (nullopt: past the ring's memory).
     std::optional<std::uint64_t> entry_address(std::uint32_t i) const;
 };
@@ -258,10 +263,40 @@ public:
     // registration and the context memory dropped, DEV_NOT_RDY again for not_ready_time.
     void reset();
 
+    // An HWRM async event written (or not) and the MSI-X vector it raises now (its ring armed).
+    struct event_delivery {
+        bool written = false;
+        std::optional<std::uint16_t> vector;
+    };
     // Writes a LINK_STATUS_CHANGE async event (data1 bit 0: link up) into the async event
     // completion ring (FUNC_CFG async_event_cr) when the driver registered for event 0 at
-    // FUNC_DRV_RGTR; the ring id written, or nullopt (no ring, not registered, DMA refused).
-    std::optional<std::uint16_t> set_link(bool up, vfio_user::dma_space* dma);
+    // FUNC_DRV_RGTR (port.cpp).
+    event_delivery set_link(bool up, vfio_user::dma_space* dma);
+    // Writes async event `e` (its id registered at FUNC_DRV_RGTR, a ring named by FUNC_CFG
+    // async_event_cr): on an NQ (P5: bnxt.c bnxt_hwrm_ring_alloc names its first NQ, and
+    // bnxt_poll_p5 hands NQ entries that are no CQ notification to bnxt_hwrm_handler) as the
+    // NQ's next entry, announced by its vector when armed; on an L2 completion ring as its next
+    // entry, with no interrupt (the model's judgement: an L2 ring's NQ notification is not
+    // modelled). Nothing written: no ring, not registered, DMA refused.
+    event_delivery async_event(::rig::bnxt::abi::hwrm_async_event_cmpl e, vfio_user::dma_space* dma);
+    // The firmware's reset notice (RESET_NOTIFY, function_model's fatal fault): event_data1 the
+    // driver's action (IFDOWN when fatal, else STOP_TX_QUEUE), `reason` (1..5,
+    // ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_*) and `min_wait_ds` as the delay;
+    // timestamp_lo/hi the minimum and maximum wait in deciseconds (bnxt_async_event_process).
+    event_delivery reset_notify(std::uint8_t reason, std::uint16_t min_wait_ds, std::uint16_t max_wait_ds,
+                                vfio_user::dma_space* dma);
+
+    // ---- interrupts of the firmware's NQ rings (interrupts.cpp) ----
+    // A doorbell of the privileged page that names an NQ ring (the CREQ, RoCE NQs, an async
+    // event NQ): NQ_ARM arms its interrupt (bnxt_qplib_ring_nq_db arm), NQ acknowledges and masks
+    // it (bnxt_qplib_rcfw_stop_irq's "Mask h/w interrupts"); an arm whose index is behind the
+    // ring's producer raises at once (`raise`). false: no NQ doorbell (the data path's).
+    bool nq_doorbell(std::uint64_t value, std::optional<std::uint16_t>& raise);
+    // Entries were just written to NQ ring `ring`: its MSI-X vector when armed (the arm is
+    // spent), else nullopt and the ring waits for its next arm.
+    std::optional<std::uint16_t> announce(std::uint16_t ring);
+    // Some MSI-X ring holds entries written while it was not armed.
+    bool waiting_for_arm() const;
 
     // ---- the RoCE command channel (rcfw.cpp, reference bnxt.md §2) ----
     // The CMDQ trigger (BAR0 0x700) was written 1: `mailbox` is the 0x104-byte mailbox at
@@ -395,7 +430,7 @@ private:
     std::uint8_t rcfw_initialize_fw(std::span<const std::byte> cmd, std::array<std::byte, 16>& entry);
     std::uint8_t rcfw_add_gid(std::span<const std::byte> cmd, std::array<std::byte, 16>& entry);
     std::uint8_t rcfw_delete_gid(std::span<const std::byte> cmd, std::array<std::byte, 16>& entry);
-    std::vector<std::uint16_t> creq_vectors() const;
+    std::vector<std::uint16_t> creq_vectors();   // announce(the CREQ)
     std::uint32_t max_dpi() const noexcept;
     // rcfw_objects.cpp: CQs, keys, QPs and their context entries
     std::uint8_t rcfw_object_command(std::span<const std::byte> cmd, vfio_user::dma_space* dma,

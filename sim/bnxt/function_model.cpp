@@ -218,6 +218,12 @@ void function_model::trigger_locked() {
 void function_model::run_thread() {
     std::unique_lock g(_lock);
     while (!_stop) {
+        if (_firmware_back && clock::now() >= *_firmware_back) {
+            firmware_back_locked();
+        }
+        if (_server != nullptr && !_dead) {
+            take_doorbells_locked();   // the NQ arms of the privileged page (notices.cpp)
+        }
         if (_rcfw_kick && !_silent && !_dead && _server != nullptr) {
             if (clock::now() < _rcfw_due) {
                 _wake.wait_until(g, _rcfw_due);
@@ -235,7 +241,14 @@ void function_model::run_thread() {
             continue;
         }
         _idle.notify_all();
-        _wake.wait(g);
+        // entries that wait for an arm, or a firmware in reset: look again soon
+        if (_firmware_back) {
+            _wake.wait_until(g, std::min(*_firmware_back, clock::now() + std::chrono::milliseconds(1)));
+        } else if (_fw.waiting_for_arm()) {
+            _wake.wait_for(g, std::chrono::milliseconds(1));
+        } else {
+            _wake.wait(g);
+        }
     }
 }
 
@@ -255,10 +268,15 @@ void function_model::run_pending_locked() {
     if (_last->responded && _last->error_code == 0 && req_type == abi::HWRM_FUNC_DRV_UNRGTR) {
         report_ledger("drv_unrgtr");
     }
+    if (_last->responded && _last->error_code == 0 && req_type == abi::HWRM_FUNC_RESET) {
+        report_ledger("func_reset");   // what a driver's last FUNC_RESET left (Rig's teardown ends so)
+    }
     if (const auto k = _arm.strike(_completed)) {
         switch (*k) {
-        case pci::fault_kind::silence:
-        case pci::fault_kind::fatal: _silent = true; break;
+        case pci::fault_kind::silence: _silent = true; break;
+        case pci::fault_kind::fatal:
+            reset_notice_locked(static_cast<std::uint8_t>(_options.fault.fatal_code));
+            break;
         case pci::fault_kind::die: _dead = true; break;
         case pci::fault_kind::fail_command:
             if (_options.fault.fail.channel == 1) {   // rcfw: opcode, CREQ status
@@ -287,9 +305,7 @@ void function_model::run_rcfw_locked() {
         _rcfw_fail_next.erase(_rcfw_fail_next.begin());
     }
     for (const std::uint16_t v : _fw.rcfw_doorbell(_mailbox, &_server->dma(), &inject)) {
-        if (v < _msix.vectors()) {
-            _msix.raise(*_server, v);
-        }
+        raise_locked(v);
     }
     if (inject) {
         _rcfw_fail_next.insert(_rcfw_fail_next.begin(), *inject);   // not met yet
@@ -324,6 +340,7 @@ void function_model::reset_locked() {
     _mailbox = {};
     _pending.reset();
     _silent = false;
+    _firmware_back.reset();
     _dead = _dead_for_good;
     _fail_next.clear();
     _rcfw_fail_next.clear();
@@ -379,7 +396,14 @@ void function_model::die_for_good() {
 
 bool function_model::set_link(bool up) {
     std::lock_guard g(_lock);
-    return _fw.set_link(up, _server != nullptr ? &_server->dma() : nullptr).has_value();
+    if (_server != nullptr && !_dead) {
+        take_doorbells_locked();   // the NQ's latest arm first
+    }
+    const auto d = _fw.set_link(up, _server != nullptr && !_dead ? &_server->dma() : nullptr);
+    if (d.vector) {
+        raise_locked(*d.vector);
+    }
+    return d.written;
 }
 
 bool function_model::qp_error(std::uint32_t qpn, std::uint8_t req_reason, std::uint8_t res_reason,
@@ -388,11 +412,10 @@ bool function_model::qp_error(std::uint32_t qpn, std::uint8_t req_reason, std::u
     if (_server == nullptr || _dead) {
         return false;
     }
+    take_doorbells_locked();   // the CREQ's latest arm first
     const std::uint64_t before = _fw.rcfw().creq_producer;
     for (const std::uint16_t v : _fw.rcfw_qp_error(qpn, req_reason, res_reason, sq_cons, rq_cons, &_server->dma())) {
-        if (v < _msix.vectors()) {
-            _msix.raise(*_server, v);
-        }
+        raise_locked(v);
     }
     return _fw.rcfw().creq_producer != before;
 }

@@ -52,6 +52,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -96,8 +97,9 @@ struct function_options {
     pci::fault_plan fault;               // fail_command: channel 0 (hwrm) only for now
     pci::link link{};                    // a BCM57508 is a Gen4 x16
     firmware_options firmware;
-    // rig-nicsim --report-ledger: after every FUNC_DRV_UNRGTR the driver's going leaves, and every
-    // reset, a line "LEDGER function=K event=drv_unrgtr|reset rings=N stat_ctxs=N vnics=N
+    // rig-nicsim --report-ledger: after every FUNC_DRV_UNRGTR the driver's going leaves, every
+    // FUNC_RESET, every reset and the firmware's own reset after its notice, a line
+    // "LEDGER function=K event=drv_unrgtr|func_reset|reset|firmware_reset rings=N stat_ctxs=N vnics=N
     // filters=N roce_objects=N context_pages=N" (what the firmware still holds), lock held.
     std::function<void(const std::string&)> on_ledger;
     // The data path (docs/bnxt-data-path.md "Completions"): a requester CQE only for signalled
@@ -105,6 +107,11 @@ struct function_options {
     bool aggregate_requester_cqes = true;
     // RES_RC HW_FLUSH_ERR CQEs for the receives left on a QP that failed (drivers skip them).
     bool hw_flush_cqes = false;
+    // The reset notice's waits (RESET_NOTIFY timestamp_lo/hi, deciseconds; bnxt_en's defaults
+    // BNXT_DFLT_FW_RST_MIN_DSECS 20 and _MAX_DSECS 60): the firmware answers again after the
+    // minimum.
+    std::uint16_t reset_min_wait_ds = 20;
+    std::uint16_t reset_max_wait_ds = 60;
 };
 
 class function_model final : public vfio_user::device {
@@ -139,8 +146,15 @@ public:
     void die();
     void die_for_good();
     // The cable: PORT_PHY_QCFG's link, and a LINK_STATUS_CHANGE async event when the driver
-    // asked for one (firmware::set_link). true when the event was written.
+    // asked for one (firmware::set_link), raising its NQ's vector when armed. true when the
+    // event was written.
     bool set_link(bool up);
+    // The firmware's reset notice (the fault plan's fatal, notices.cpp): RESET_NOTIFY with
+    // `reason` to the async event ring when the driver registered for it, then the firmware is
+    // in reset: it answers nothing (either channel) for reset_min_wait, then comes back as after
+    // a reset (every object and the context memory dropped, DEV_NOT_RDY for not_ready_time).
+    // true when the notice was written.
+    bool reset_notice(std::uint8_t reason);
     // The NIC moved queue pair `qpn` to the error state (firmware::rcfw_qp_error): a
     // QP_ERROR_NOTIFICATION on the CREQ and its MSI-X vector. false when nothing was written.
     bool qp_error(std::uint32_t qpn, std::uint8_t req_reason, std::uint8_t res_reason, std::uint16_t sq_cons,
@@ -157,6 +171,10 @@ public:
     bool roce_backing_store() const;
     bool roce_receive_ready() const;
     std::size_t rings() const;
+    // MSI-X messages the model raised on `vector` since it was made (CREQ, NQs, async events).
+    std::uint64_t interrupts(std::uint16_t vector) const;
+    // The firmware is in reset after its notice (not answering yet).
+    bool in_firmware_reset() const;
     // Blocks until no request is due (silence aside) or the timeout passes; false on timeout.
     bool wait_idle(std::chrono::milliseconds timeout) const;
     // Runs `f(firmware&)` under the model's lock (tests: the firmware's state).
@@ -176,6 +194,11 @@ private:
     bool bar0_write(std::uint64_t offset, std::span<const std::byte> in);
     void trigger_locked();
     void run_rcfw_locked();
+    // notices.cpp
+    void take_doorbells_locked();
+    void raise_locked(std::uint16_t vector);
+    bool reset_notice_locked(std::uint8_t reason);
+    void firmware_back_locked();
 
     const function_options _options;
     mutable std::mutex _lock;
@@ -207,6 +230,8 @@ private:
     std::vector<std::pair<std::uint8_t, std::uint8_t>> _rcfw_fail_next;   // opcode, CREQ status
     pci::fault_arm _arm;
     std::uint64_t _resets = 0;   // function resets: the data path drops what it followed
+    std::optional<clock::time_point> _firmware_back;   // in reset after its notice until then
+    std::map<std::uint16_t, std::uint64_t> _raised;    // MSI-X messages by vector
     friend class datapath;
     std::unique_ptr<datapath> _datapath;   // after attach_wire; stopped before the rest goes
     std::thread _thread;   // last: started once everything above exists

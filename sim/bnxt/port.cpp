@@ -1,6 +1,7 @@
 // The bnxt firmware model's port: the PHY (PORT_PHY_QCFG, PORT_PHY_QCAPS), the link-change async event, the CoS
 // queues (QUEUE_QPORTCFG) and the firmware clock (FW_SET_TIME). bnxt_hsi.h; bnxt.c
 // bnxt_update_link, bnxt_hwrm_phy_qcaps, bnxt_hwrm_queue_qportcfg, bnxt_hwrm_fw_set_time.
+#include <algorithm>
 #include <array>
 
 #include "abi/bits.hpp"
@@ -31,31 +32,57 @@ void firmware::port_phy_qcfg(call& c) {
     c.reply(r);
 }
 
-std::optional<std::uint16_t> firmware::set_link(bool up, vfio_user::dma_space* dma) {
+firmware::event_delivery firmware::set_link(bool up, vfio_user::dma_space* dma) {
     _o.link_up = up;
-    constexpr std::uint16_t id = abi::ASYNC_EVENT_CMPL_EVENT_ID_LINK_STATUS_CHANGE;
-    if (!_async_cr || !_registered || (_async_fwd[id / 32] & (1u << (id % 32))) == 0 || dma == nullptr) {
-        return std::nullopt;
-    }
-    ring& r = _rings.at(*_async_cr);
-    const auto at = r.entry_address(r.producer & (r.length - 1));
     abi::hwrm_async_event_cmpl e;
+    e.event_id = abi::ASYNC_EVENT_CMPL_EVENT_ID_LINK_STATUS_CHANGE;
+    e.event_data1 = up ? abi::ASYNC_EVENT_CMPL_LINK_STATUS_CHANGE_EVENT_DATA1_LINK_CHANGE_UP : 0;
+    return async_event(e, dma);
+}
+
+// The reset notice real Thor firmware sends before it resets (bnxt.c bnxt_async_event_process
+// RESET_NOTIFY: reason in data1 bits 8-15, min/max wait in timestamp_lo/hi deciseconds).
+firmware::event_delivery firmware::reset_notify(std::uint8_t reason, std::uint16_t min_wait_ds,
+                                                std::uint16_t max_wait_ds, vfio_user::dma_space* dma) {
+    const std::uint32_t fatal = abi::ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_FW_EXCEPTION_FATAL >>
+                                abi::ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_SFT;
+    abi::hwrm_async_event_cmpl e;
+    e.event_id = abi::ASYNC_EVENT_CMPL_EVENT_ID_RESET_NOTIFY;
+    e.event_data1 = (reason == fatal ? abi::ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DRIVER_ACTION_DRIVER_IFDOWN
+                                     : abi::ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DRIVER_ACTION_DRIVER_STOP_TX_QUEUE) |
+                    (std::uint32_t{reason} << abi::ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_REASON_CODE_SFT) |
+                    (std::uint32_t{min_wait_ds} << abi::ASYNC_EVENT_CMPL_RESET_NOTIFY_EVENT_DATA1_DELAY_IN_100MS_TICKS_SFT);
+    e.timestamp_lo = static_cast<std::uint8_t>(std::min<std::uint16_t>(min_wait_ds, 0xff));
+    e.timestamp_hi = max_wait_ds;
+    return async_event(e, dma);
+}
+
+firmware::event_delivery firmware::async_event(abi::hwrm_async_event_cmpl e, vfio_user::dma_space* dma) {
+    const std::uint16_t id = e.event_id;
+    if (!_async_cr || !_registered || id >= 256 || (_async_fwd[id / 32] & (1u << (id % 32))) == 0 || dma == nullptr) {
+        return {};
+    }
     e.type = abi::ASYNC_EVENT_CMPL_TYPE_HWRM_ASYNC_EVENT;
-    e.event_id = id;
-    e.event_data1 = up ? 1 : 0;   // LINK_STATUS_CHANGE_EVENT_DATA1_LINK_CHANGE_UP
-    e.v = ((r.producer / r.length) & 1) == 0 ? 1 : 0;   // the phase: 1 on the first pass
-    const auto bytes = abi::to_bytes(e);
+    auto bytes = abi::to_bytes(e);
+    ring& r = _rings.at(*_async_cr);
+    if (r.type == abi::RING_ALLOC_REQ_RING_TYPE_NQ) {   // the NQ's next entry, its phase by pass
+        if (!nq_post(*_async_cr, bytes, dma)) {
+            return {};
+        }
+        return {true, announce(*_async_cr)};
+    }
+    const auto at = r.entry_address(r.producer & (r.length - 1));
+    bytes[8] = std::byte{static_cast<std::uint8_t>(((r.producer / r.length) & 1) == 0 ? 1 : 0)};   // the phase
     // the phase bit (byte 8) after the rest: a driver polls it (bnxt.c bnxt_has_work / CMP_VALID)
     const std::span<const std::byte> b(bytes.data(), bytes.size());
     if (!at || !dma->write(*at, b.first(8)) || !dma->write(*at + 9, b.subspan(9)) ||
         !dma->write_last_byte_last(*at + 8, b.subspan(8, 1))) {
-        log().warn("bnxt: link event to ring {} refused by the IOMMU", *_async_cr);
-        return std::nullopt;
+        log().warn("bnxt: async event {:#x} to ring {} refused by the IOMMU", id, *_async_cr);
+        return {};
     }
     ++r.producer;
-    return *_async_cr;
+    return {true, std::nullopt};
 }
-
 
 // PORT_PHY_QCAPS: one port, 100G by autonegotiation or forced, no EEE, no PAM4 (a 100G DAC, as
 // PORT_PHY_QCFG says).

@@ -199,13 +199,14 @@ std::vector<std::uint16_t> firmware::rcfw_doorbell(std::span<const std::byte> ma
     return completed ? creq_vectors() : vectors;
 }
 
-// The MSI-X vector a CREQ entry raises: the CREQ ring's logical_id when its int_mode is MSI-X.
-std::vector<std::uint16_t> firmware::creq_vectors() const {
-    const auto creq = _rings.find(_rcfw.creq_ring);
-    if (creq == _rings.end() || creq->second.int_mode != abi::RING_ALLOC_REQ_INT_MODE_MSIX) {
-        return {};
+// The MSI-X vector new CREQ entries raise: the CREQ ring's logical_id when its int_mode is
+// MSI-X and the driver armed it (NQ_ARM: bnxt_qplib_service_creq re-arms after each service,
+// bnxt_qplib_rcfw_start_irq arms first); unarmed, the entries wait for the next arm.
+std::vector<std::uint16_t> firmware::creq_vectors() {
+    if (const auto v = announce(_rcfw.creq_ring)) {
+        return {*v};
     }
-    return {creq->second.logical_id};
+    return {};
 }
 
 // The doorbell pages (DPIs) of BAR2 after the L2 doorbell area (reference §3.6).

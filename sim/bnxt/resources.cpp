@@ -221,6 +221,7 @@ void firmware::ring_alloc(call& c) {
     r.depth = in.page_tbl_depth;
     r.logical_id = in.logical_id;
     r.int_mode = in.int_mode;
+    r.cq_handle = in.cq_handle;
     auto bad = [&](const std::string& what) { c.fail(abi::HWRM_ERR_CODE_INVALID_PARAMS, cmd_err::bad_field, what); };
     const auto max = ring_limit(r.type);
     const bool nq = r.type == abi::RING_ALLOC_REQ_RING_TYPE_NQ;

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "abi/bnxt/doorbell.hpp"
 #include "abi/bnxt/rcfw_cmds.hpp"
 #include "context_setup.hpp"
 
@@ -42,6 +43,7 @@ struct roce_channel {
         const response a = m.send(r);
         REQUIRE(a.error_code() == 0);
         creq_id = a.as<abi::hwrm_ring_alloc_output>().ring_id;
+        arm();   // bnxt_qplib_rcfw_start_irq: the CREQ armed before the channel starts
         cmdq = m.alloc(std::size_t{cmdq_slots} * 16);
         const auto pte = m.alloc(4096);
         for (std::size_t p = 0; p < (std::size_t{cmdq_slots} * 16 + 4095) / 4096; ++p) {
@@ -89,11 +91,20 @@ struct roce_channel {
                 std::array<std::byte, 16> out;
                 std::memcpy(out.data(), e, 16);
                 ++cons;
+                arm();   // bnxt_qplib_service_creq: NQ_ARM at the new consumer after a service
                 return out;
             }
             std::this_thread::sleep_for(50us);
         }
         return std::nullopt;
+    }
+    // NQ_ARM on the CREQ at the consumer (bnxt_qplib_ring_nq_db arm): the privileged page's
+    // first word in BAR2 (db_offset 0x10000); the CREQ's next entry raises its vector.
+    void arm() {
+        std::array<std::byte, 8> b{};
+        rig::abi::store_le<std::uint64_t>(
+            b.data(), abi::doorbell(abi::DBC_DBC_TYPE_NQ_ARM, creq_id, cons % creq_len, ((cons / creq_len) & 1) != 0));
+        REQUIRE(m.f->region_write(drv::region::bar2, abi::DB_PF_OFFSET_P5, b).has_value());
     }
     template <class Cmd>
     abi::creq_qp_event run(Cmd c, std::array<std::byte, 16>* raw = nullptr) {

@@ -867,6 +867,12 @@ static void dump_model(void)
 	FB(opaque_v, v, ASYNC_EVENT_CMPL_V); FM(opaque_v, opaque, ASYNC_EVENT_CMPL_OPAQUE);
 	FW(timestamp_lo); FW(timestamp_hi); FW(event_data1);
 	END()
+	BEGIN(hwrm_async_event_cmpl_reset_notify)
+	FM(type, type, ASYNC_EVENT_CMPL_RESET_NOTIFY_TYPE); FW(event_id); FW(event_data2);
+	FB(opaque_v, v, ASYNC_EVENT_CMPL_RESET_NOTIFY_V);
+	FM(opaque_v, opaque, ASYNC_EVENT_CMPL_RESET_NOTIFY_OPAQUE);
+	FW(timestamp_lo); FW(timestamp_hi); FW(event_data1);
+	END()
 }
 
 int main(int argc, char **argv)
