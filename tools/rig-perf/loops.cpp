@@ -295,12 +295,19 @@ std::expected<lat_row, std::string> run_lat(test_kind k, bool client, lane& l, c
         l.qp->ring(rig::side::send);
     };
 
+    // Who sends first: in write_lat the server (perftest_resources.c run_iter_lat_write, v4.5-0.17
+    // and 6.x: "if (rcnt < iters && !(scnt < 1 && user_param->machine == SERVER))" waits for the
+    // peer's write before each send except the server's first), in send_lat the client
+    // (run_iter_lat_send: "... machine == CLIENT"), in read_lat the client alone. With the client
+    // first in write_lat, a perftest client and a rig-perf server both waited for the other's
+    // first write until rig-perf's stall deadline (found against Debian's perftest 4.5 on rxe).
+    const bool first = k == test_kind::write_lat ? !client : client;
     for (std::uint64_t i = 1;; ++i) {
         live.pass(trips);
         if (s.duration ? (client && now_ns() >= stop) : i > s.iterations) {
             break;
         }
-        if (client) {
+        if (first) {
             const std::int64_t t = now_ns();
             if (!s.duration) {
                 posted[i - 1] = t;

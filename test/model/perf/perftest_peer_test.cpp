@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -610,6 +611,79 @@ TEST_CASE("perftest peer: write_lat -a, rig-perf client and server (no barrier, 
     INFO(text);
     REQUIRE(b.rp.result.has_value());
     CHECK(b.rp.result->lat.size() == 6);
+}
+
+// perftest's own write_lat loop on the peer's queue pair (perftest_resources.c run_iter_lat_write,
+// tag v4.5-0.17, what Debian bookworm's perftest runs): post_buf is the last byte of the message
+// in the first half, poll_buf the last byte in the second half (the advertised vaddr); before each
+// send it waits for the peer's write carrying (char)rcnt, except the SERVER before its first send
+// ("!(scnt < 1 && user_param->machine == SERVER)"): the server writes first. Returns an error
+// after `bound` without progress.
+std::string perftest_run_iter_lat_write(perf::lane& l, bool server, std::uint64_t size, std::uint64_t half,
+                                        std::uint64_t iters) {
+    std::uint64_t scnt = 0, ccnt = 0, rcnt = 0;
+    std::byte* post_buf = l.buffer.data() + size - 1;
+    std::byte& poll_buf = l.buffer.data()[half + size - 1];
+    while (scnt < iters || ccnt < iters || rcnt < iters) {
+        if (rcnt < iters && !(scnt < 1 && server)) {
+            rcnt++;
+            const auto by = std::chrono::steady_clock::now() + bound;
+            while (std::atomic_ref<std::byte>(poll_buf).load(std::memory_order_acquire) !=
+                   static_cast<std::byte>(static_cast<char>(rcnt))) {
+                if (std::chrono::steady_clock::now() > by) {
+                    return "perftest waited in vain for the peer's write " + std::to_string(rcnt);
+                }
+            }
+        }
+        if (scnt < iters) {
+            *post_buf = static_cast<std::byte>(static_cast<char>(++scnt));
+            l.qp->post_write(l.buffer, 0, size, l.peer);
+            l.qp->ring(rig::side::send);
+        }
+        if (ccnt < iters) {
+            const auto by = std::chrono::steady_clock::now() + bound;
+            while (true) {
+                if (auto c = l.qp->poll(rig::side::send)) {
+                    if (!*c) {
+                        return "send completion: " + c->error().message;
+                    }
+                    break;
+                }
+                if (std::chrono::steady_clock::now() > by) {
+                    return "no send completion for write " + std::to_string(scnt);
+                }
+            }
+            ccnt++;
+        }
+    }
+    return "";
+}
+
+// The data path of write_lat against perftest's own loop: the perftest server writes first and
+// its client waits first (issue 16: rig-perf's server waited for a Debian perftest 4.5 client's
+// first write on Soft-RoCE while that client waited for the server's, until the stall deadline).
+TEST_CASE("perftest peer: write_lat against perftest's run_iter_lat_write (the server writes first)",
+          "[model][perf]") {
+    const bool rig_perf_client = GENERATE(true, false);
+    INFO("rig-perf is the " << (rig_perf_client ? "client" : "server"));
+    bench b(perf::test_kind::write_lat, rig_perf_client, 4096, [](perf::options& o) { o.iterations = 50; });
+    auto& p = *b.peer;
+    p.preamble();
+    p.first_line();
+    p.h0("QP 0's line");
+    p.h0("QP 0's line after connect");
+    p.h0("the handshake after RTR");
+    // the peer is the SERVER when rig-perf is the client
+    const std::string err = perftest_run_iter_lat_write(*p.lane, rig_perf_client, 2, p.half, 50);
+    CHECK(err.empty());
+    INFO(err);
+    p.sock.expect_closed("the run");
+    ::shutdown(p.sock.fd(), SHUT_WR);  // perftest exits
+    const std::string text = b.rp.finish();
+    INFO(text);
+    REQUIRE(b.rp.result.has_value());
+    REQUIRE(b.rp.result->lat.size() == 1);
+    CHECK(b.rp.result->lat[0].bytes == 2);
 }
 
 // send_bw.c: H0 right after connect, then the second round of lines; single size: H0 before
