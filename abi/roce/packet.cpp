@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "abi/roce/crc32_fold.hpp"
+
 namespace rig::roce {
 
 namespace {
@@ -39,6 +41,12 @@ constexpr crc_tables tables = make_tables();
 std::uint32_t crc_update(std::uint32_t crc, std::span<const std::byte> b) noexcept {
     const std::byte* p = b.data();
     std::size_t n = b.size();
+    if (n >= 64 && crc32_fold_available()) {   // by carry-less multiplication (crc32_fold.hpp)
+        const std::size_t folded = n & ~std::size_t{15};
+        crc = crc32_fold(crc, p, folded);
+        p += folded;
+        n -= folded;
+    }
     while (n >= 8) {
         const std::uint32_t lo = abi::load_le<std::uint32_t>(p) ^ crc;
         const std::uint32_t hi = abi::load_le<std::uint32_t>(p + 4);
