@@ -21,6 +21,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/model/perf/loopback.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 #include "tools/rig-perf/runner.hpp"
 
@@ -28,36 +29,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace perf = rig::perf;
-
-int listening(std::uint16_t& port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
-    socklen_t n = sizeof a;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) == 0);
-    port = ntohs(a.sin_port);
-    return fd;
-}
-
-int connect_to(std::uint16_t port, std::chrono::milliseconds bound) {
-    const auto by = std::chrono::steady_clock::now() + bound;
-    while (std::chrono::steady_clock::now() < by) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(port);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-            return fd;
-        }
-        ::close(fd);
-        std::this_thread::sleep_for(10ms);
-    }
-    return -1;
-}
 
 // The relay: accepts rig-perf's client on `port`, connects to rig-perf's server, passes bytes
 // both ways. Direction 0 is client to server. With a budget, once that many bytes of `cut_way`
@@ -68,7 +39,7 @@ struct relay {
     std::thread t;
 
     relay(std::uint16_t server_port, int cut_way, std::optional<std::size_t> budget) {
-        const int l = listening(port);
+        const int l = rig::test::listen_loopback(port);
         t = std::thread([this, l, server_port, cut_way, budget] { run(l, server_port, cut_way, budget); });
     }
     ~relay() {
@@ -81,7 +52,7 @@ struct relay {
         pollfd p{l, POLLIN, 0};
         const int c = ::poll(&p, 1, 20000) == 1 ? ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC) : -1;
         ::close(l);
-        const int s = c >= 0 ? connect_to(server_port, 20s) : -1;
+        const int s = c >= 0 ? rig::test::connect_loopback(server_port, 20s) : -1;
         const int fd[2] = {c, s};   // read from fd[way], write to fd[1 - way]
         std::size_t passed[2] = {0, 0};
         const auto by = std::chrono::steady_clock::now() + 60s;
@@ -142,7 +113,7 @@ outcome run_through_relay(rig::test::served_function& f0, rig::test::served_func
     o.exchange_timeout = 2000ms;
     o.run_timeout = 3000ms;
     std::uint16_t server_port = 0;
-    ::close(listening(server_port));   // a free port for rig-perf's server
+    ::close(rig::test::listen_loopback(server_port));   // a free port for rig-perf's server
     outcome out;
     std::FILE* sink = std::fopen("/dev/null", "w");
     const auto t0 = std::chrono::steady_clock::now();

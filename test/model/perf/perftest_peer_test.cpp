@@ -28,6 +28,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/model/perf/loopback.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 #include "tools/rig-perf/exchange.hpp"
 #include "tools/rig-perf/loops.hpp"
@@ -265,18 +266,7 @@ struct rig_perf_side {
 };
 
 // A listening socket on a free loopback port (perftest's server, or a port for rig-perf's).
-int listen_socket(std::uint16_t& port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
-    socklen_t n = sizeof a;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) == 0);
-    port = ntohs(a.sin_port);
-    return fd;
-}
+int listen_socket(std::uint16_t& port) { return rig::test::listen_loopback(port); }
 
 int accept_within(int listener) {
     pollfd p{listener, POLLIN, 0};
@@ -288,21 +278,11 @@ int accept_within(int listener) {
 }
 
 int connect_retrying(std::uint16_t port) {
-    const auto by = std::chrono::steady_clock::now() + bound;
-    while (std::chrono::steady_clock::now() < by) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(port);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-            return fd;
-        }
-        ::close(fd);
-        std::this_thread::sleep_for(20ms);
+    const int fd = rig::test::connect_loopback(port, bound);
+    if (fd < 0) {
+        FAIL("rig-perf's server did not listen on port " << port);
     }
-    FAIL("rig-perf's server did not listen on port " << port);
-    return -1;
+    return fd;
 }
 
 // Two functions of the family under test on one wire; rig-perf on 0 with the options `tweak`
