@@ -85,8 +85,9 @@ constexpr exchange_plan plan_of(test_kind k) noexcept {
 }
 
 // How long a passive side waits in its one read for the whole run: with -D the duration,
-// else for each size iterations x queue pairs messages at a generous 100 us each plus the
-// bytes at 100 MiB/s (slower than any card, and than the model on two shared cores), plus
+// else for each size iterations x queue pairs messages at a generous 1 ms each plus the
+// bytes at 1 MiB/s (slower than any card, the model on two shared cores, and Linux Soft-RoCE in
+// an emulated guest, which receives at 2-10 MiB/s: test/interop), plus
 // `margin` (the exchange deadline) for the peer's setup and teardown.
 std::chrono::milliseconds passive_wait(const options& o, const std::vector<std::uint64_t>& sizes,
                                        std::chrono::milliseconds margin);
