@@ -3,6 +3,7 @@
 #include "qp/bnxt/control.hpp"  // first: see qp/mlx5/data_path.hpp
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <string>
 #include <utility>
@@ -196,10 +197,18 @@ void control::on_notification(std::uint64_t cq_handle) {
 // NQ handler does for each CQ notification on P5/P7 (qplib_fp.c bnxt_qplib_service_nq:
 // bnxt_qplib_armen_db): the CQ's next CQ_ARMALL may notify again. Word 2 of the privileged page
 // (docs/bnxt-data-path.md "Rig's layout"), written by this (the event) thread only.
+// A privileged page the back end does not map (the model traps it) takes a region write.
 void control::enable_arming(std::uint32_t cqn) {
-    std::byte* word = _bar2.base + _device->doorbell_offset() + doorbell_word::armena;
+    const std::uint64_t offset = _device->doorbell_offset() + doorbell_word::armena;
+    const std::uint64_t db = babi::fast_doorbell(babi::DBC_DBC_TYPE_CQ_ARMENA, cqn, 0, false);
     ::rig::abi::barrier::to_device();
-    qp::store_register(word, babi::fast_doorbell(babi::DBC_DBC_TYPE_CQ_ARMENA, cqn, 0, false));
+    if (_bar2.covers(offset, 8)) {
+        qp::store_register(_bar2.base + offset, db);
+        return;
+    }
+    std::array<std::byte, 8> b{};
+    ::rig::abi::store_le<std::uint64_t>(b.data(), db);
+    static_cast<void>(_fn.region_write(driver::region::bar2, offset, b));
 }
 
 // ---- regions ----------------------------------------------------------------------------------

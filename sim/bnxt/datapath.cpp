@@ -135,15 +135,13 @@ bool datapath::drop_arrivals(roce::clock::time_point now) noexcept {
 
 // The cable: the wire's port going down or up (rig-nicsim --link-down-after-ms, SIGUSR1) is the
 // PHY's, so the firmware says it as a card's does: PORT_PHY_QCFG's link and a
-// LINK_STATUS_CHANGE async event when the driver asked for one (port.cpp), the NQ's latest arm
-// taken first.
+// LINK_STATUS_CHANGE async event when the driver asked for one (port.cpp).
 void datapath::follow_link() {
     const bool up = _port->link_up();
     if (up == _link_seen) {
         return;
     }
     _link_seen = up;
-    _fn.take_doorbells_locked();
     if (const auto d = _fn._fw.set_link(up, _dma); d.vector) {
         raise(*d.vector);
     }

@@ -100,9 +100,9 @@ public:
 
     // One pass, with the function model's lock held (roce::station).
     bool step() noexcept override;
-    // A doorbell of page `dpi` someone else took from BAR2 (the function model's firmware thread
-    // looks at the privileged page too: function_model::take_doorbells), lock held.
-    void take_doorbell(std::uint32_t dpi, std::uint64_t value) { doorbell(dpi, value); }
+    // A doorbell stored into the trapped privileged page (dpi 0), which the pass does not poll
+    // (function_model::privileged_write_locked), lock held.
+    void take_doorbell(std::uint32_t dpi, std::uint64_t value);
 
 private:
     // What RTR and RTS connected an rc_qp to; another one means the QP went through RESET

@@ -38,6 +38,9 @@ bool datapath::poll_doorbells() {
     const std::uint64_t db_offset = std::uint64_t{_fn._fw.options().legacy_l2_db_size_kb} << 10;
     bool seen = false;
     for (const std::uint32_t dpi : _pages) {
+        if (dpi == 0) {
+            continue;   // the privileged page is trapped: function_model hands its stores over
+        }
         const std::uint64_t base = db_offset + std::uint64_t{dpi} * db_page_bytes;
         if (base + db_page_bytes > bar_bytes) {
             continue;   // CREATE_QP/CREATE_CQ refuse a dpi past max_dpi: never so
@@ -57,6 +60,17 @@ bool datapath::poll_doorbells() {
         }
     }
     return seen;
+}
+
+// A doorbell of the trapped privileged page (function_model::privileged_write_locked), lock held:
+// the objects followed first when a command ran since the last pass (a queue made by the command
+// just answered is rung at once).
+void datapath::take_doorbell(std::uint32_t dpi, std::uint64_t value) {
+    if (_memory && (_fn._resets != _seen_resets || _fn._fw.commands_executed() != _seen_commands ||
+                    _fn._fw.roce_changes() != _seen_roce)) {
+        follow_objects();
+    }
+    doorbell(dpi, value);
 }
 
 void datapath::ignore() noexcept {

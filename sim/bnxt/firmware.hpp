@@ -206,10 +206,10 @@ struct ring {
     std::uint32_t stat_ctx_id = 0xffffffff;
     std::uint32_t producer = 0;        // the model's next entry (async events)
     std::uint64_t cq_handle = 0;       // RING_ALLOC cq_handle (an L2 completion ring's)
-    // The interrupt (interrupts.cpp): NQ_ARM asks for one at the ring's next entry; `waiting`:
-    // entries were written while it was not armed (the next arm behind them raises at once).
+    // The interrupt (interrupts.cpp): NQ_ARM asks for one at the ring's next entry (entries
+    // written while not armed wait for the next arm, which raises at once when behind them).
     bool armed = false;
-    bool waiting = false;
+    std::uint64_t last_doorbell = 0;   // the last NQ / NQ_ARM doorbell taken (tests)
     // The IOVA of entry i (nullopt: past the ring's memory).
     std::optional<std::uint64_t> entry_address(std::uint32_t i) const;
 };
@@ -295,8 +295,6 @@ public:
     // Entries were just written to NQ ring `ring`: its MSI-X vector when armed (the arm is
     // spent), else nullopt and the ring waits for its next arm.
     std::optional<std::uint16_t> announce(std::uint16_t ring);
-    // Some MSI-X ring holds entries written while it was not armed.
-    bool waiting_for_arm() const;
 
     // ---- the RoCE command channel (rcfw.cpp, reference bnxt.md §2) ----
     // The CMDQ trigger (BAR0 0x700) was written 1: `mailbox` is the 0x104-byte mailbox at

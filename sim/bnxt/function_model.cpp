@@ -96,7 +96,14 @@ vfio_user::region_desc function_model::region(unsigned index) {
         d.readable = d.writable = true;
         d.fd = _bar2.fd();
         d.memory = _bar2.data();
-        d.shared = {{0, _options.bar2_size}};
+        // the privileged doorbell page (db_offset) is trapped, every store seen in order: its
+        // words are shared by the CREQ's, the NQs' and bnxt_re's CQ_ARMENA and kernel queues'
+        // doorbells (bnxt_re's priv_db is the CREQ's address), which polled words would merge
+        // (notices.cpp); the rest is shared memory the data path polls
+        {
+            const std::uint64_t db = privileged_page();
+            d.shared = {{0, db}, {db + 4096, _options.bar2_size - db - 4096}};
+        }
         break;
     case 4:
         d.size = bar4_size(_options);
@@ -146,6 +153,7 @@ bool function_model::write(unsigned region, std::uint64_t offset, std::span<cons
     case 0: return bar0_write(offset, in);
     case 2:
         std::memcpy(_bar2.data() + offset, in.data(), in.size());
+        privileged_write_locked(offset, in.size());
         return true;
     case 4:
         _msix.write(4, offset, in);
@@ -221,9 +229,6 @@ void function_model::run_thread() {
         if (_firmware_back && clock::now() >= *_firmware_back) {
             firmware_back_locked();
         }
-        if (_server != nullptr && !_dead) {
-            take_doorbells_locked();   // the NQ arms of the privileged page (notices.cpp)
-        }
         if (_rcfw_kick && !_silent && !_dead && _server != nullptr) {
             if (clock::now() < _rcfw_due) {
                 _wake.wait_until(g, _rcfw_due);
@@ -241,11 +246,8 @@ void function_model::run_thread() {
             continue;
         }
         _idle.notify_all();
-        // entries that wait for an arm, or a firmware in reset: look again soon
-        if (_firmware_back) {
-            _wake.wait_until(g, std::min(*_firmware_back, clock::now() + std::chrono::milliseconds(1)));
-        } else if (_fw.waiting_for_arm()) {
-            _wake.wait_for(g, std::chrono::milliseconds(1));
+        if (_firmware_back) {   // a firmware in reset comes back by itself
+            _wake.wait_until(g, *_firmware_back);
         } else {
             _wake.wait(g);
         }
@@ -396,9 +398,6 @@ void function_model::die_for_good() {
 
 bool function_model::set_link(bool up) {
     std::lock_guard g(_lock);
-    if (_server != nullptr && !_dead) {
-        take_doorbells_locked();   // the NQ's latest arm first
-    }
     const auto d = _fw.set_link(up, _server != nullptr && !_dead ? &_server->dma() : nullptr);
     if (d.vector) {
         raise_locked(*d.vector);
@@ -412,7 +411,6 @@ bool function_model::qp_error(std::uint32_t qpn, std::uint8_t req_reason, std::u
     if (_server == nullptr || _dead) {
         return false;
     }
-    take_doorbells_locked();   // the CREQ's latest arm first
     const std::uint64_t before = _fw.rcfw().creq_producer;
     for (const std::uint16_t v : _fw.rcfw_qp_error(qpn, req_reason, res_reason, sq_cons, rq_cons, &_server->dma())) {
         raise_locked(v);

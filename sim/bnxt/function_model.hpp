@@ -28,10 +28,11 @@
 //    (re)starts the channel from cmdq_init, then the commands up to the producer run and
 //    complete on the CREQ, whose MSI-X vector (its logical_id) is raised (firmware::rcfw_doorbell).
 //  - everything else reads 0 and ignores writes.
-// BAR2: shared memory the client maps (sparse mmap), doorbells: the L2/privileged page at
-// db_offset 0x10000 (FUNC_QCFG legacy_l2_db_size_kb), DPI pages after the L2 area
+// BAR2: doorbells: the L2/privileged page at db_offset 0x10000 (FUNC_QCFG
+// legacy_l2_db_size_kb), trapped (every store a REGION_WRITE, taken in order: notices.cpp), and
+// shared memory the client maps (sparse mmap) around it: DPI pages after the L2 area
 // (l2_doorbell_bar_size_kb). The data path (datapath.hpp, once attach_wire joined a wire)
-// polls the pages its objects name (docs/bnxt-data-path.md).
+// polls the shared pages its objects name (docs/bnxt-data-path.md).
 // BAR4: the MSI-X table (16 bytes a vector) at 0 and the PBA after it, trapped (sim/pci/msix).
 //
 // Faults (test hooks; rig-nicsim's fault plan through options.fault, channel 0 = hwrm):
@@ -195,7 +196,8 @@ private:
     void trigger_locked();
     void run_rcfw_locked();
     // notices.cpp
-    void take_doorbells_locked();
+    std::uint64_t privileged_page() const noexcept;   // its offset in BAR2 (db_offset)
+    void privileged_write_locked(std::uint64_t offset, std::size_t bytes);
     void raise_locked(std::uint16_t vector);
     bool reset_notice_locked(std::uint8_t reason);
     void firmware_back_locked();

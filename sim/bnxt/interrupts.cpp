@@ -33,6 +33,7 @@ bool firmware::nq_doorbell(std::uint64_t value, std::optional<std::uint16_t>& ra
         return false;
     }
     ring& r = it->second;
+    r.last_doorbell = value;
     if (f.type == abi::DBC_DBC_TYPE_NQ) {
         r.armed = false;   // acknowledged, masked until the next NQ_ARM
         return true;
@@ -44,14 +45,12 @@ bool firmware::nq_doorbell(std::uint64_t value, std::optional<std::uint16_t>& ra
     const std::uint32_t at = f.index + (f.epoch != 0 ? r.length : 0);
     if (f.index < r.length && at != produced(r, creq, _rcfw.creq_producer)) {
         r.armed = false;
-        r.waiting = false;
         if (r.int_mode == abi::RING_ALLOC_REQ_INT_MODE_MSIX) {
             raise = r.logical_id;
         }
         return true;
     }
     r.armed = true;
-    r.waiting = false;   // the driver has seen every entry
     return true;
 }
 
@@ -62,21 +61,10 @@ std::optional<std::uint16_t> firmware::announce(std::uint16_t id) {
     }
     ring& r = it->second;
     if (!r.armed) {
-        r.waiting = true;
         return std::nullopt;
     }
     r.armed = false;   // one interrupt per arm
-    r.waiting = false;
     return r.logical_id;
-}
-
-bool firmware::waiting_for_arm() const {
-    for (const auto& [id, r] : _rings) {
-        if (r.waiting) {
-            return true;
-        }
-    }
-    return false;
 }
 
 }  // namespace rig::sim::bnxt

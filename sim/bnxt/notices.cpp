@@ -1,9 +1,10 @@
-// What the bnxt function model's firmware tells the driver by itself: the NQ arms it watches on
-// the privileged doorbell page (so the CREQ and an async event NQ raise their vectors only when
-// armed, interrupts.cpp), the MSI-X messages, and the firmware's reset notice (RESET_NOTIFY, the
+// What the bnxt function model's firmware tells the driver by itself, and what it hears on the
+// trapped privileged doorbell page (the NQ arms: the CREQ and an async event NQ raise their
+// vectors only when armed, interrupts.cpp), the MSI-X messages, and the firmware's reset notice (RESET_NOTIFY, the
 // fault plan's fatal) with the firmware's reset after it. Linux 6.12 bnxt.c
 // bnxt_async_event_process (RESET_NOTIFY: fw_reset_min_dsecs / max_dsecs, FW_FATAL_COND) and
 // bnxt_fw_reset_task (the driver waits the minimum, then asks the firmware again).
+#include <algorithm>
 #include <atomic>
 
 #include "abi/bits.hpp"
@@ -13,27 +14,35 @@
 
 namespace rig::sim::bnxt {
 
-// Every written word of the privileged page (BAR2 + db_offset), taken by an exchange with 0 as
-// the data path takes them (doorbells.cpp): NQ doorbells are the firmware's, the rest goes to the
-// data path (dropped without one). The data path looks at the page too; whichever takes a word
-// hands it on, both with the lock held.
-void function_model::take_doorbells_locked() {
+std::uint64_t function_model::privileged_page() const noexcept {
+    return std::uint64_t{_fw.options().legacy_l2_db_size_kb} << 10;
+}
+
+// A store into the trapped privileged page (BAR2 + db_offset): each 8-byte word it completes (its
+// last byte written: a 64-bit store, or the high half of two 32-bit ones) is one doorbell, taken
+// now and in order, as a card's doorbell FIFO takes it: NQ doorbells (the CREQ's and the NQs'
+// arms) are the firmware's, the rest the data path's (SQ/RQ/CQ doorbells of queues on the
+// privileged DPI, CQ_ARMENA), dropped without one. bnxt_re writes its CQ_ARMENA to the CREQ's
+// own address (qplib_res.c priv_db, qplib_rcfw.c bnxt_qplib_map_creq_db: both db_offset), so a
+// polled word would lose the CREQ's arm under it.
+void function_model::privileged_write_locked(std::uint64_t offset, std::size_t bytes) {
     constexpr std::uint64_t page = 4096;
-    const std::uint64_t base = std::uint64_t{_fw.options().legacy_l2_db_size_kb} << 10;
-    if (base + page > _bar2.size()) {
+    const std::uint64_t base = privileged_page();
+    if (offset + bytes <= base || offset >= base + page || base + page > _bar2.size()) {
         return;
     }
-    auto* words = reinterpret_cast<std::uint64_t*>(_bar2.data() + base);
-    for (std::size_t w = 0; w < page / sizeof(std::uint64_t); ++w) {
-        std::atomic_ref<std::uint64_t> cell(words[w]);
-        if (cell.load(std::memory_order_relaxed) == 0) {
-            continue;
+    const std::uint64_t first = std::max(offset, base) & ~std::uint64_t{7};
+    const std::uint64_t end = std::min(offset + bytes, base + page);
+    for (std::uint64_t w = first; w < end; w += 8) {
+        if (offset + bytes < w + 8) {
+            continue;   // its high half is still to come
         }
+        std::atomic_ref<std::uint64_t> cell(*reinterpret_cast<std::uint64_t*>(_bar2.data() + w));
         const std::uint64_t raw = cell.exchange(0, std::memory_order_acquire);
-        if (raw == 0) {
+        if (raw == 0 || _server == nullptr) {
             continue;
         }
-        // the driver's one 64-bit little-endian store
+        // the driver's little-endian store
         const auto value = rig::abi::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw));
         std::optional<std::uint16_t> now;
         if (_fw.nq_doorbell(value, now)) {
@@ -60,7 +69,6 @@ void function_model::raise_locked(std::uint16_t vector) {
 bool function_model::reset_notice_locked(std::uint8_t reason) {
     bool written = false;
     if (_server != nullptr && !_dead) {
-        take_doorbells_locked();
         const auto d = _fw.reset_notify(reason, _options.reset_min_wait_ds, _options.reset_max_wait_ds, &_server->dma());
         if (d.vector) {
             raise_locked(*d.vector);

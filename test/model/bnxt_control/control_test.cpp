@@ -331,3 +331,58 @@ TEST_CASE("bnxt nic: a silent firmware: make_qp times out, nothing more is sent,
     }
     CHECK(region_kept);   // the region's memory: its key may still name it
 }
+
+// The firmware's reset notice (RESET_NOTIFY on the NQ, firmware/bnxt step ASYNC_CR) is the NIC's
+// failure in the notice's words, within its deadline (an event, not the health look); a queue
+// pair with an entry due fails; close sends nothing and strands what the firmware was given.
+TEST_CASE("bnxt nic: a firmware reset notice fails the NIC with a named error and its queue pairs", "[model][bnxt][control]") {
+    served_bnxt_nic m;
+    std::mutex lock;
+    std::vector<std::string> fatals;
+    std::vector<bool> links;
+    auto o = quick();
+    o.health_interval = 2000ms;
+    o.fatal = [&](const rig::error& e) {
+        std::lock_guard g(lock);
+        fatals.push_back(e.message);
+    };
+    o.port_change = [&](bool up) {
+        std::lock_guard g(lock);
+        links.push_back(up);
+    };
+    auto n = m.open(o);
+    auto r = n->allocate(4096, rig::access::remote);
+    REQUIRE(r.has_value());
+    auto a = n->make_qp();
+    REQUIRE(a.has_value());
+    REQUIRE(a->connect(a->local()).has_value());
+    a->receive(*r, 0, 64);
+    // the port's link first: LINK_STATUS_CHANGE reaches port_change
+    REQUIRE(m.fn.set_link(false));
+    CHECK(within(1000ms, [&] {
+        std::lock_guard g(lock);
+        return links == std::vector<bool>{false};
+    }));
+    const auto sent = clk::now();
+    REQUIRE(m.fn.reset_notice(2));
+    CHECK(within(500ms, [&] {
+        std::lock_guard g(lock);
+        return fatals.size() == 1;
+    }));
+    CHECK(clk::now() - sent < 500ms);
+    {
+        std::lock_guard g(lock);
+        REQUIRE(fatals.size() == 1);
+        CHECK(fatals[0].find("firmware reset notice (RESET_NOTIFY): reason FW_EXCEPTION_FATAL (0x2)") !=
+              std::string::npos);
+    }
+    // the receive due fails with the NIC's failure
+    std::optional<rig::result<std::uint32_t>> got;
+    CHECK(within(1000ms, [&] { return (got = a->poll(rig::side::receive)).has_value(); }));
+    REQUIRE(got.has_value());
+    CHECK_FALSE(got->has_value());
+    const auto start = clk::now();
+    static_cast<void>(n->close());
+    CHECK(clk::now() - start < 1s);   // nothing more was sent
+    CHECK_FALSE(n->stranded().empty());
+}
