@@ -29,10 +29,11 @@
 // PFC watchdog drops in a pause storm. transmit(), a frame at a time from any thread, has no
 // sender to hold back: a full queue tail-drops it.
 //
-// Faults, per switch and per port (a port's apply to frames from it and to it): drop and
-// duplicate probabilities, delay (fixed + uniform jitter; a frame is delivered once due, so
-// jitter reorders), and link down (frames from or to the port vanish). Optional pcap capture
-// of every frame as transmitted (before faults), real bytes and ICRC, for tshark.
+// Faults, per switch and per port, uplinks included (a port's apply to frames from it and to
+// it): drop and duplicate probabilities, delay (fixed + uniform jitter; a frame is delivered once
+// due, so jitter reorders), and link down (frames from or to the port vanish). Optional pcap
+// capture of every frame as transmitted (before faults), real bytes and ICRC, for tshark: those
+// leaving by an uplink and those arriving by one for a local function included.
 //
 // Payload by reference (one copy per byte, not two): a sender may leave a frame's payload in
 // its own DMA window (frame::payload_ref) instead of copying it into the frame; the receiver
@@ -95,8 +96,9 @@ struct frame {
     // false: the last four bytes are not yet the ICRC (rig::roce::encode_headers without seal).
     // The model's own senders leave frames unsealed, as nothing between two ports of this
     // switch can corrupt them; the wire seals a frame (rig::roce::seal) before anything outside
-    // sees it: the pcap capture. A receiver checks the ICRC of a sealed frame only. Frames
-    // from allocate() start sealed: whoever fills them by hand gives the whole frame.
+    // sees it: the pcap capture, a UDP port (udp_port.hpp). A receiver checks the ICRC of a
+    // sealed frame only (so of every frame from outside). Frames from allocate() start sealed:
+    // whoever fills them by hand gives the whole frame.
     bool sealed = true;
     // Not nullptr: the payload_bytes bytes at payload_at of `bytes` are not there but at
     // payload_ref, in the sender's DMA window (see above); data() then holds everything else.
