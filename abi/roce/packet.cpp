@@ -99,7 +99,12 @@ std::size_t frame_bytes(const route& r, opcode op, std::size_t payload_bytes) no
            extensions_of(op).bytes() + payload_bytes + pad_of(payload_bytes) + icrc_bytes;
 }
 
-std::uint32_t icrc(std::span<const std::byte> frame) noexcept {
+namespace {
+
+// The ICRC of `frame`, the bytes at [payload_at, + payload.size()) read from `payload` instead
+// (seal()'s second form; icrc() gives an empty payload at the ICRC's place).
+std::uint32_t icrc_of(std::span<const std::byte> frame, std::span<const std::byte> payload,
+                      std::size_t payload_at) noexcept {
     // The caller guarantees a well-formed frame (encode's output, or decode after its checks).
     const bool v4 = abi::load_be<std::uint16_t>(frame.data() + 12) == ethertype_ipv4;
     const std::size_t ip = ip_bytes(v4);
@@ -125,9 +130,16 @@ std::uint32_t icrc(std::span<const std::byte> frame) noexcept {
     std::uint32_t crc = crc_update(0xffffffffu, lrh_ones);
     crc = crc_update(crc, h);
     const std::size_t rest_at = eth_bytes + masked_bytes;
-    crc = crc_update(crc, frame.subspan(rest_at, frame.size() - rest_at - icrc_bytes));
+    const std::size_t payload_end = payload_at + payload.size();
+    crc = crc_update(crc, frame.subspan(rest_at, payload_at - rest_at));
+    crc = crc_update(crc, payload);
+    crc = crc_update(crc, frame.subspan(payload_end, frame.size() - icrc_bytes - payload_end));
     return ~crc;
 }
+
+}  // namespace
+
+std::uint32_t icrc(std::span<const std::byte> frame) noexcept { return icrc_of(frame, {}, frame.size() - icrc_bytes); }
 
 std::size_t payload_offset(const route& r, opcode op) noexcept {
     return eth_bytes + ip_bytes(is_ipv4_mapped(r.dst_gid)) + udp::size_bytes + bth::size_bytes + extensions_of(op).bytes();
@@ -135,6 +147,10 @@ std::size_t payload_offset(const route& r, opcode op) noexcept {
 
 void seal(std::span<std::byte> frame) noexcept {
     abi::store_le<std::uint32_t>(frame.data() + frame.size() - icrc_bytes, icrc(frame));
+}
+
+void seal(std::span<std::byte> frame, std::span<const std::byte> payload, std::size_t payload_at) noexcept {
+    abi::store_le<std::uint32_t>(frame.data() + frame.size() - icrc_bytes, icrc_of(frame, payload, payload_at));
 }
 
 std::size_t encode(const route& r, const transport& t, std::span<const std::byte> payload, std::span<std::byte> out) {

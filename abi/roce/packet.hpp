@@ -69,6 +69,10 @@ std::size_t encode(const route& r, const transport& t, std::span<const std::byte
 std::size_t encode_headers(const route& r, const transport& t, std::size_t payload_bytes, std::span<std::byte> out);
 std::size_t payload_offset(const route& r, opcode op) noexcept;
 void seal(std::span<std::byte> frame) noexcept;
+// seal() for a frame whose payload is not in it but at `payload` (a sender that hands the link
+// its headers and the payload where it lies, as a gather list: the model's UDP port): the ICRC
+// as if `payload` were at payload_offset `payload_at`; the frame's bytes there are not read.
+void seal(std::span<std::byte> frame, std::span<const std::byte> payload, std::size_t payload_at) noexcept;
 
 // encode_headers() for a sender that sends many frames on one route (a queue pair): the
 // Ethernet, IP and UDP headers, which only their length fields (and the IPv4 checksum) tell

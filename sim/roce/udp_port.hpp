@@ -13,10 +13,11 @@
 // Ethernet header or longer than frame_capacity. Source MACs that arrive are learned (with
 // several UDP ports a frame to a learned MAC leaves by its port only).
 //
-// Frames leave sealed (rig::roce::seal: a real ICRC, as a NIC puts on a link) and whole: a
-// frame whose payload is by reference is materialized first, as the ICRC covers the payload
-// and abi/roce's icrc() takes a frame in one piece. Arriving frames are sealed, so the
-// receiving engine checks their ICRC (engine.cpp).
+// Frames leave sealed (rig::roce::seal: a real ICRC, as a NIC puts on a link). A frame whose
+// payload is by reference (wire.hpp) goes as a gather list, headers from the frame and payload
+// from the sender's memory, the ICRC computed over it where it lies: the kernel's copy into its
+// buffer is the only one, as in the process the receiver's is. Arriving frames are sealed, so
+// the receiving engine checks their ICRC (engine.cpp).
 //
 // I/O: a station of the wire's model core (model_core.hpp), no thread of its own: each round
 // moves what is there with recvmmsg(2)/sendmmsg(2) batches on a non-blocking socket, so an idle
@@ -97,6 +98,7 @@ private:
     bool send(clock::time_point now) noexcept;
     void sort_arrival(frame* f, std::uint32_t bytes, int flags, mac_address& learned) noexcept;
     void kernel_drops(const ::msghdr& m) noexcept;
+    std::size_t gather(frame* f, std::array<::iovec, 3>& pieces) noexcept;
 
     wire& _wire;
     const int _fd;
@@ -112,7 +114,8 @@ private:
     std::array<frame*, batch> _pending{};
     std::size_t _pendings = 0;
     std::array<::mmsghdr, batch> _messages{};
-    std::array<::iovec, batch> _iovecs{};
+    std::array<::iovec, batch> _iovecs{};            // a received datagram's frame
+    std::array<std::array<::iovec, 3>, batch> _pieces{};   // a sent one's: headers, payload, pad and ICRC
     // room for each arrival's SO_RXQ_OVFL count (a cmsg of one 32-bit word)
     std::array<std::array<char, CMSG_SPACE(sizeof(std::uint32_t))>, batch> _controls{};
     struct alignas(64) atomic_counters {

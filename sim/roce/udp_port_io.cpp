@@ -121,30 +121,50 @@ void udp_port::sort_arrival(frame* f, std::uint32_t bytes, int flags, mac_addres
     _port->send(f);
 }
 
+// `f` as the datagram's gather list in `pieces`, sealed: a payload by reference stays where it
+// is (headers, payload, pad and ICRC: three pieces, the kernel's copy the only one), the ICRC
+// computed over it there. Only within this round: the window it lies in may go between rounds
+// (wire.hpp), so what waits for the next one is materialized (send()).
+std::size_t udp_port::gather(frame* f, std::array<::iovec, 3>& pieces) noexcept {
+    std::byte* b = f->bytes.data();
+    if (f->payload_ref == nullptr) {
+        if (!f->sealed) {
+            rig::roce::seal(f->writable());
+            f->sealed = true;
+        }
+        pieces[0] = {b, f->size};
+        return 1;
+    }
+    if (!f->sealed) {
+        rig::roce::seal(f->writable(), {f->payload_ref, f->payload_bytes}, f->payload_at);
+        f->sealed = true;
+    }
+    const std::size_t tail = f->payload_at + f->payload_bytes;
+    pieces[0] = {b, f->payload_at};
+    pieces[1] = {const_cast<std::byte*>(f->payload_ref), f->payload_bytes};
+    pieces[2] = {b + tail, f->size - tail};
+    return 3;
+}
+
 // Up to batches_per_round sendmmsg batches of what the wire queued for this port, each frame
-// whole and sealed. EAGAIN keeps the rest for the next round; another error loses the frame.
+// sealed. EAGAIN keeps the rest for the next round; another error loses the frame.
 bool udp_port::send(clock::time_point now) noexcept {
     bool did = false;
     std::array<frame*, batch> out;
     for (std::size_t round = 0; round < batches_per_round; ++round) {
         std::size_t n = std::exchange(_pendings, 0);
         std::copy_n(_pending.begin(), n, out.begin());
-        for (frame* f; n < batch && (f = _port->receive(now)) != nullptr; out[n++] = f) {
-            _port->materialize(f);   // the ICRC covers the payload, and icrc() takes a frame whole
-            if (!f->sealed) {
-                rig::roce::seal(f->writable());
-                f->sealed = true;
-            }
+        for (frame* f; n < batch && (f = _port->receive(now)) != nullptr;) {
+            out[n++] = f;
         }
         if (n == 0) {
             break;
         }
         did = true;
         for (std::size_t i = 0; i < n; ++i) {
-            _iovecs[i] = {out[i]->bytes.data(), out[i]->size};
             _messages[i] = {};
-            _messages[i].msg_hdr.msg_iov = &_iovecs[i];
-            _messages[i].msg_hdr.msg_iovlen = 1;
+            _messages[i].msg_hdr.msg_iov = _pieces[i].data();
+            _messages[i].msg_hdr.msg_iovlen = gather(out[i], _pieces[i]);
         }
         std::uint64_t sent = 0, bytes = 0, errors = 0;
         std::size_t at = 0;
@@ -158,8 +178,11 @@ bool udp_port::send(clock::time_point now) noexcept {
                 sent += static_cast<std::uint64_t>(r);
                 at += static_cast<std::size_t>(r);
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                _pendings = n - at;   // the send buffer is full: these go first next round
+                _pendings = n - at;   // the send buffer is full: these go first next round, whole
                 std::copy_n(out.begin() + at, _pendings, _pending.begin());
+                for (std::size_t i = 0; i < _pendings; ++i) {
+                    _port->materialize(_pending[i]);
+                }
                 break;
             } else if (errno != EINTR) {
                 ++errors;   // ECONNREFUSED (the peer not listening yet), ENOBUFS: a lossy cable

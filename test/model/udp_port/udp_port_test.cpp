@@ -48,6 +48,8 @@ TEST_CASE("a frame to a MAC no function has leaves by the UDP port as one datagr
     const auto two = l.far.receive();
     REQUIRE(two.has_value());
     CHECK(*two == sealed_frame(l.local->mac(), away, 4096, 2));
+    CHECK(l.w.counters().by_reference == 1);
+    CHECK(l.w.counters().materialized == 0);   // sent from where it lies: no copy into the frame
     REQUIRE(eventually([&] { return l.udp->counters().datagrams_out == 2; }));
     const auto c = l.udp->counters();
     CHECK(c.bytes_out == one->size() + two->size());

@@ -74,3 +74,24 @@ TEST_CASE("the ICRC of a long frame, folded, is the byte-wise one (CRC-32 over t
         CHECK(rig::roce::icrc(frame) == want);
     }
 }
+
+TEST_CASE("seal with the payload elsewhere gives the ICRC of the whole frame", "[roce][crc]") {
+    rig::roce::route r;
+    r.src_gid[0] = r.dst_gid[0] = std::byte{0xfe};
+    r.dst_gid[15] = std::byte{2};
+    rig::roce::transport t;
+    t.op = rig::roce::opcode::write_only;
+    for (std::size_t n : {1u, 3u, 64u, 1000u, 4096u}) {
+        std::vector<std::byte> payload(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            payload[i] = std::byte(static_cast<std::uint8_t>(i * 13 + n));
+        }
+        std::vector<std::byte> whole(rig::roce::frame_bytes(r, t.op, n));
+        whole.resize(rig::roce::encode(r, t, payload, whole));
+        std::vector<std::byte> headers(whole.size());
+        headers.resize(rig::roce::encode_headers(r, t, n, headers));   // no payload in it
+        rig::roce::seal(headers, payload, rig::roce::payload_offset(r, t.op));
+        INFO("payload " << n);
+        CHECK(std::equal(headers.end() - 4, headers.end(), whole.end() - 4));
+    }
+}
