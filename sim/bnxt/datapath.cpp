@@ -95,8 +95,11 @@ bool datapath::pass(roce::clock::time_point now) {
         follow_objects();
     }
     // the DMA view and the region table, each locked once for the whole pass
-    vfio_user::dma_space::pin dma_pinned(*_dma);
+    // The table first: every thread takes them in the order memory::read/write do (the table,
+    // then the DMA view for the copy), so none waits for the table while holding the view
+    // (roce/memory.hpp "Lock order").
     roce::memory::pin regions_pinned(*_memory);
+    vfio_user::dma_space::pin dma_pinned(*_dma);
     follow_link();
     bool did = poll_doorbells();
     for (auto& [id, s] : _qps) {

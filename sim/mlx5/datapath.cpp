@@ -102,8 +102,11 @@ bool datapath::pass(roce::clock::time_point now) {
     }
     // The DMA view and the region table, each locked once for the whole pass rather than once
     // per access: map, unmap and (de)registration wait for the pass as for one access.
-    vfio_user::dma_space::pin dma_pinned(*_dma);
+    // The table first: every thread takes them in the order memory::read/write do (the table,
+    // then the DMA view for the copy), so none waits for the table while holding the view
+    // (roce/memory.hpp "Lock order").
     roce::memory::pin regions_pinned(*_memory);
+    vfio_user::dma_space::pin dma_pinned(*_dma);
     bool did = poll_uar_pages();
     for (auto& [qpn, s] : _qps) {
         const qp_object* q = s.q;

@@ -16,6 +16,12 @@
 // is refused by every access that starts after deregister returns. A thread that makes many
 // accesses in a row (a data-path pass) may read-lock the table once for all of them with a
 // memory::pin; (de)registration waits until it goes.
+// Lock order: a memory's lock, then its dma_space's. An access holds the table read-locked while
+// its bytes move through the DMA space; a data-path pass pins the table before the DMA view. The
+// other order (the view pinned, then the table: what the passes did, reported by
+// ThreadSanitizer as an inversion, issue 20) deadlocks as soon as a registration waits for the
+// table's write lock under a writer-preferring lock: the pass then waits for the table behind
+// it while a reader of the table waits for the view the pass holds.
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
