@@ -44,17 +44,23 @@ static inline int channel_wait(int fd, short events, long long deadline) {
     }
 }
 
-/* Listens on `port` of every address (in the guest, QEMU's user network delivers what the host
- * forwards from its loopback to the guest's 169.254.0.0/16 address) and accepts one peer within
- * the deadline. */
-static inline int channel_accept(struct line_channel* c, unsigned port) {
+/* Listens on `port` of IPv4 address `bind_to` (NULL: every address; in the guest, QEMU's user
+ * network delivers what the host forwards from its loopback to the guest's 169.254.0.0/16
+ * address; on the host, 127.0.0.1: nothing but loopback) and accepts one peer within the
+ * deadline. */
+static inline int channel_accept(struct line_channel* c, const char* bind_to, unsigned port) {
     long long deadline = channel_now_ms() + c->timeout_ms;
-    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1, fd = -1;
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
     a.sin_port = htons((unsigned short)port);
     a.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind_to != NULL && inet_pton(AF_INET, bind_to, &a.sin_addr) != 1) {
+        snprintf(c->error, sizeof c->error, "'%s' is no IPv4 address", bind_to);
+        return -1;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         bind(fd, (struct sockaddr*)&a, sizeof a) < 0 || listen(fd, 1) < 0) {
         snprintf(c->error, sizeof c->error, "listen on port %u: %s", port, strerror(errno));

@@ -2,7 +2,7 @@
 // (the device model's function, or a card) against verbs-peer on Linux Soft-RoCE in the interop
 // guest, or against another rig-peer (the self-test in the normal suites).
 //
-//   rig-peer -d vfio-user:DIR/mlx5-0.sock -m 1024 --server 18600
+//   rig-peer -d vfio-user:DIR/mlx5-0.sock -m 1024 --server 18600 --bind 127.0.0.1
 //   rig-peer -d vfio-user:DIR/bnxt-0.sock -m 4096 --connect 127.0.0.1:18600
 //
 // Exit 0 only when every step of both sides said ok; 1 with one "rig-peer: FAIL: <why>" line.
@@ -80,6 +80,7 @@ struct options {
     std::uint32_t mtu = 1024;
     std::optional<bool> server;
     std::string host;
+    std::string bind;  // a server's listening address (empty: every address)
     unsigned port = 0;
     int timeout_ms = 60000;
 };
@@ -94,12 +95,13 @@ std::optional<options> parse(int argc, char** argv) {
         else if (a == "-m") o.mtu = static_cast<std::uint32_t>(std::atoi(v));
         else if (a == "--timeout-ms") o.timeout_ms = std::atoi(v);
         else if (a == "--server") o.server = true, o.port = static_cast<unsigned>(std::atoi(v));
+        else if (a == "--bind") o.bind = v;
         else if (a == "--connect" && std::sscanf(v, "%63[0-9.]:%u", host, &o.port) == 2) o.server = false, o.host = host;
         else return std::fprintf(stderr, "rig-peer: '%s %s' not understood\n", argv[i], v), std::nullopt;
     }
     const bool mtu_ok = o.mtu == 256 || o.mtu == 512 || o.mtu == 1024 || o.mtu == 2048 || o.mtu == 4096;
     if (!o.server || o.device.empty() || o.port == 0 || o.port > 65535 || argc % 2 == 0 || !mtu_ok) {
-        std::fprintf(stderr, "usage: rig-peer -d DEVICE [-m MTU] [--timeout-ms N] (--server PORT | --connect IP:PORT)\n");
+        std::fprintf(stderr, "usage: rig-peer -d DEVICE [-m MTU] [--timeout-ms N] (--server PORT [--bind IP] | --connect IP:PORT)\n");
         return std::nullopt;
     }
     return o;
@@ -118,7 +120,7 @@ int run(const options& o, char* why) {
     line_channel c{};
     c.fd = -1;
     c.timeout_ms = o.timeout_ms;
-    if ((is_server ? channel_accept(&c, o.port) : channel_connect(&c, o.host.c_str(), o.port)) != 0)
+    if ((is_server ? channel_accept(&c, o.bind.empty() ? nullptr : o.bind.c_str(), o.port) : channel_connect(&c, o.host.c_str(), o.port)) != 0)
         return std::snprintf(why, INTEGRITY_LINE, "%.200s", c.error), -1;
     char region[INTEGRITY_LINE], peer[INTEGRITY_LINE];
     std::snprintf(region, sizeof region, "region addr=0x%016llx rkey=0x%08x", static_cast<unsigned long long>(buffer->address()),

@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
         integrity_fill(v.buffer, o.server);
         endpoint_line(mine, v.qp->qp_num, psn, &gid);
         snprintf(region, sizeof region, "region addr=0x%016llx rkey=0x%08x", (unsigned long long)(uintptr_t)v.buffer, v.mr->rkey);
-        rc = o.server ? channel_accept(&c, o.port) : channel_connect(&c, o.host, o.port);
+        rc = o.server ? channel_accept(&c, NULL, o.port) : channel_connect(&c, o.host, o.port);
         if (rc != 0) snprintf(why, sizeof why, "%s", c.error);
     }
     if (rc == 0) rc = integrity_hello(&c, mine, region, peer, &v.peer_addr, &v.peer_rkey, why);
