@@ -24,6 +24,7 @@
 #include "sim/bnxt/function_model.hpp"
 #include "sim/vfio_user/server.hpp"
 #include "test/temp_dir.hpp"
+#include "test/within.hpp"
 
 using namespace std::chrono_literals;
 namespace abi = rig::bnxt::abi;
@@ -67,16 +68,7 @@ rig::nic_options quick() {
     return o;
 }
 
-bool within(std::chrono::milliseconds bound, const std::function<bool()>& done) {
-    const auto until = clk::now() + bound;
-    while (!done()) {
-        if (clk::now() >= until) {
-            return false;
-        }
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
+using rig::test::within;
 
 }  // namespace
 

@@ -21,6 +21,7 @@
 #include "firmware/bnxt/device.hpp"
 #include "firmware/bnxt/objects.hpp"
 #include "served_bnxt.hpp"
+#include "test/within.hpp"
 
 using namespace std::chrono_literals;
 namespace abi = rig::bnxt::abi;
@@ -51,19 +52,7 @@ struct heard {
     }
     template <class F>
     bool within(std::chrono::milliseconds bound, F&& done) {
-        const auto until = clk::now() + bound;
-        for (;;) {
-            {
-                std::lock_guard g(lock);
-                if (done()) {
-                    return true;
-                }
-            }
-            if (clk::now() >= until) {
-                return false;
-            }
-            std::this_thread::sleep_for(1ms);
-        }
+        return rig::test::within(lock, bound, done);
     }
 };
 

@@ -21,6 +21,7 @@
 #include "firmware/bnxt/objects.hpp"
 #include "sim/vfio_user/device.hpp"
 #include "served_bnxt.hpp"
+#include "test/within.hpp"
 
 using namespace std::chrono_literals;
 namespace abi = rig::bnxt::abi;
@@ -49,23 +50,12 @@ struct seen {
                     std::lock_guard g(lock);
                     fatal_message = e.message;
                     ++fatals;
-                }};
+                },
+                .port_change = {}};   // link events: async_events_test
     }
     template <class F>
     bool within(std::chrono::milliseconds bound, F&& done) {
-        const auto until = clk::now() + bound;
-        for (;;) {
-            {
-                std::lock_guard g(lock);
-                if (done()) {
-                    return true;
-                }
-            }
-            if (clk::now() >= until) {
-                return false;
-            }
-            std::this_thread::sleep_for(1ms);
-        }
+        return rig::test::within(lock, bound, done);
     }
 };
 

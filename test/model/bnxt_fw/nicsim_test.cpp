@@ -18,6 +18,7 @@
 #include "firmware/bnxt/device.hpp"
 #include "qp/nic.hpp"
 #include "test/model/nicsim_faults/nicsim_process.hpp"
+#include "test/within.hpp"
 
 using namespace std::chrono_literals;
 namespace fw = rig::firmware::bnxt;
@@ -51,17 +52,7 @@ std::string ledger_line(const nicsim_process& sim, const std::string& event, std
     return out.substr(p, end - p);
 }
 
-template <class F>
-bool within(std::chrono::milliseconds bound, F&& done) {
-    const auto until = clk::now() + bound;
-    while (!done()) {
-        if (clk::now() >= until) {
-            return false;
-        }
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
+using rig::test::within;
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "datapath_setup.hpp"
+#include "test/within.hpp"
 
 using namespace rig::test::bnxt;
 namespace sim = rig::sim;
@@ -30,14 +31,7 @@ bool same_bytes(const std::byte* p, const std::string& s) {
 }
 
 bool eventually(const std::function<bool()>& f, std::chrono::milliseconds timeout = 3000ms) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-        if (f()) {
-            return true;
-        }
-        std::this_thread::sleep_for(50us);
-    }
-    return f();
+    return rig::test::within(timeout, f, std::chrono::microseconds(50));
 }
 
 // What the driver keeps per WQE: the PSN it sends from next (qp/bnxt/send_queue.hpp).

@@ -27,6 +27,7 @@
 #include "firmware/mlx5/stranded.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "test/model/served_model.hpp"
+#include "test/within.hpp"
 
 namespace {
 
@@ -64,14 +65,7 @@ std::size_t entries_in(const char* dir) {
 // Waits (up to 2 s) for a condition that another thread makes true.
 template <class F>
 bool eventually(F f, clk::duration limit = 2s) {
-    const auto until = clk::now() + limit;
-    while (!f()) {
-        if (clk::now() >= until) {
-            return false;
-        }
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
+    return rig::test::within(limit, f);
 }
 
 // What the handlers saw.

@@ -12,6 +12,7 @@
 
 #include "sim/roce/model_core.hpp"
 #include "sim/roce/wire.hpp"
+#include "test/within.hpp"
 
 namespace sr = rig::sim::roce;
 using namespace std::chrono_literals;
@@ -49,14 +50,7 @@ struct counting_station final : sr::station {
 
 template <class Pred>
 bool eventually(Pred p, std::chrono::milliseconds limit = 5000ms) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!p()) {
-        if (std::chrono::steady_clock::now() > end) {
-            return false;
-        }
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
+    return rig::test::within(limit, p);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "sim/roce/model_core.hpp"
 #include "test/model/roce_engine/fabric.hpp"
 #include "test/temp_dir.hpp"
+#include "test/within.hpp"
 
 using namespace rig::test::roce;
 namespace sr = rig::sim::roce;
@@ -73,14 +74,7 @@ struct joined {
 
 template <class Pred>
 bool eventually(Pred p, std::chrono::milliseconds limit = 10000ms) {
-    const auto end = clock::now() + limit;
-    while (!p()) {
-        if (clock::now() > end) {
-            return false;
-        }
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
+    return rig::test::within(limit, p);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "abi/roce/packet.hpp"
 #include "sim/roce/udp_port.hpp"
 #include "sim/roce/wire.hpp"
+#include "test/within.hpp"
 
 namespace rig::test::udp {
 
@@ -150,15 +151,8 @@ inline sr::frame* model_frame(sr::port& p, const sr::mac_address& to, std::size_
 
 // Polls `done` until it holds or `within` passes.
 template <class F>
-bool eventually(F&& done, std::chrono::milliseconds within = 3000ms) {
-    const auto by = std::chrono::steady_clock::now() + within;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > by) {
-            return false;
-        }
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
+bool eventually(F&& done, std::chrono::milliseconds bound = 3000ms) {
+    return rig::test::within(bound, done);
 }
 
 inline sr::frame* receive_within(sr::port& p, std::chrono::milliseconds within = 3000ms) {

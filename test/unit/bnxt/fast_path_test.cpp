@@ -38,15 +38,15 @@ TEST_CASE("bnxt fast path: write_one and write_receive write write()'s bytes", "
         switch (i % 3) {
         case 0:
             abi::write(checked, 0, abi::wqe_mode::static_128, abi::send_op{{&l, 1}}, signal);
-            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_SEND, flags, l, r.address, r.key);
+            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_SEND, flags, l, r.address, static_cast<std::uint32_t>(r.key));
             break;
         case 1:
             abi::write(checked, 0, abi::wqe_mode::static_128, abi::write_op{{&l, 1}, r}, signal);
-            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_WRITE_WQE, flags, l, r.address, r.key);
+            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_WRITE_WQE, flags, l, r.address, static_cast<std::uint32_t>(r.key));
             break;
         default:
             abi::write(checked, 0, abi::wqe_mode::static_128, abi::read_op{r, {&l, 1}}, signal);
-            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_READ_WQE, flags, l, r.address, r.key);
+            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_READ_WQE, flags, l, r.address, static_cast<std::uint32_t>(r.key));
             break;
         }
         INFO("entry " << i);
