@@ -7,7 +7,8 @@ Follows Linux's drivers/infiniband/sw/rxe/rxe_icrc.c: CRC-32 (zlib's, i.e. IEEE 
 with its checksum forced to ones, the BTH with byte 4 (FECN/BECN/reserved) forced to ones, and
 the rest of the packet up to the ICRC, which is stored little-endian.
 
-Prints one line per frame: "ok" or "bad <expected> <found>".
+Prints one line per frame: "ok", "bad <expected> <found>", or "skip" for a frame that is not
+RoCEv2 (not IPv4/IPv6, not UDP, or not to port 4791).
 """
 import struct
 import sys
@@ -25,6 +26,17 @@ def frames(path):
         at += 16
         yield data[at:at + caplen]
         at += caplen
+
+
+def is_roce_v2(frame):
+    if len(frame) < 14:
+        return False
+    ethertype = struct.unpack_from(">H", frame, 12)[0]
+    if ethertype == 0x0800 and len(frame) >= 14 + 20 + 8 + 12 + 4:
+        return frame[14 + 9] == 17 and struct.unpack_from(">H", frame, 14 + 20 + 2)[0] == 4791
+    if ethertype == 0x86DD and len(frame) >= 14 + 40 + 8 + 12 + 4:
+        return frame[14 + 6] == 17 and struct.unpack_from(">H", frame, 14 + 40 + 2)[0] == 4791
+    return False
 
 
 def icrc(frame):
@@ -54,5 +66,8 @@ def icrc(frame):
 
 
 for f in frames(sys.argv[1]):
+    if not is_roce_v2(f):
+        print("skip")
+        continue
     expected, found = icrc(f)
     print("ok" if expected == found else "bad %08x %08x" % (expected, found))
