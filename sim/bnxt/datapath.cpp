@@ -233,12 +233,16 @@ void datapath::follow_cqs() {
     for (const auto& [id, cq] : cqs) {
         cq_slot& c = _cqs[id];
         const std::uint64_t page = cq.memory.pages.empty() ? 0 : cq.memory.pages[0];
-        if (c.cq == nullptr || c.page != page || c.cq->entries != cq.entries) {
+        // Compared with what the slot kept, never through c.cq: a CQ destroyed and made again
+        // under the same id between two passes leaves c.cq naming the freed one (AddressSanitizer
+        // caught the read, issue 20)
+        if (c.cq == nullptr || c.page != page || c.entries != cq.entries) {
             c = cq_slot{};   // a new CQ (or one made again): its rings start at 0
         }
         c.id = id;
         c.cq = &cq;
         c.page = page;
+        c.entries = cq.entries;
     }
 }
 

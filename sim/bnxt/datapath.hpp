@@ -125,6 +125,7 @@ private:
         std::uint32_t id = 0;
         const roce_cq* cq = nullptr;
         std::uint64_t page = 0;        // the CQ's first page: a CQ made again under the same id
+        std::uint32_t entries = 0;     // its size, kept here: `cq` dangles once the CQ is gone
         std::uint32_t producer = 0;    // next CQE, modulo 2 x entries (the pass is the toggle)
         std::uint32_t consumer = 0;    // the driver's, from its CQ doorbells, modulo 2 x entries
         bool armed = false;
