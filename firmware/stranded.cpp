@@ -5,19 +5,19 @@
 namespace rig::firmware {
 
 namespace {
-// Outlives every NIC: memory a silent device may still write is never returned to the
-// allocator, not even when the object that stranded it is destroyed.
-std::vector<driver::dma_memory>& process_keeper() {
-    static auto* keeper = new std::vector<driver::dma_memory>();  // intentionally never freed
-    return *keeper;
-}
 std::mutex keeper_lock;
 }  // namespace
 
-stranded_memory::~stranded_memory() {
+void keep_for_process(std::shared_ptr<void> owner) {
+    // Outlives every NIC, and the static destructors too: never freed, on purpose.
+    static auto* keeper = new std::vector<std::shared_ptr<void>>();
     std::scoped_lock hold(keeper_lock);
+    keeper->push_back(std::move(owner));
+}
+
+stranded_memory::~stranded_memory() {
     for (auto& m : _memory) {
-        process_keeper().push_back(std::move(m));
+        keep_for_process(std::make_shared<driver::dma_memory>(std::move(m)));
     }
 }
 

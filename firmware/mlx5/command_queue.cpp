@@ -10,6 +10,7 @@
 #include "abi/bits.hpp"
 #include "abi/mlx5/ifc/init_seg.hpp"
 #include "firmware/log.hpp"
+#include "firmware/stranded.hpp"
 
 namespace rig::firmware::mlx5 {
 
@@ -45,10 +46,8 @@ command_queue::~command_queue() {
         // mappings alive for the life of the process rather than hand it back to the allocator.
         log().warn("mlx5 command queue on {}: {} command(s) stranded; keeping their memory mapped",
                    _fn.name(), _stranded.size());
-        auto* kept = new std::vector<chunk>(std::move(_chunks));
-        auto* kept_queue = new driver::dma_memory(std::move(_queue));
-        static_cast<void>(kept);
-        static_cast<void>(kept_queue);
+        keep_for_process(std::make_shared<std::vector<chunk>>(std::move(_chunks)));
+        keep_for_process(std::make_shared<driver::dma_memory>(std::move(_queue)));
         return;
     }
     for (const chunk& c : _chunks) {

@@ -84,7 +84,7 @@ hca::~hca() {
     if (dead() && _queue) {
         // The firmware may still write the command queue page and its mailboxes: kept mapped for
         // the life of the process (the stranded report named them), never unmapped.
-        static_cast<void>(_queue.release());
+        keep_for_process(std::shared_ptr<command_queue>(std::move(_queue)));
     }
 }
 
