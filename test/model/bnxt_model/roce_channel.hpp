@@ -4,6 +4,7 @@
 // RING_ALLOC, a CMDQ at level 1, cmdq_init written to the BAR0 mailbox; commands copied in with
 // cookies, the producer and trigger written, completions read by the valid bit's pass; and
 // roce_function: a function with the channel initialized and a GID, with the objects' commands.
+#include <algorithm>
 #include <poll.h>
 #include <unistd.h>
 
@@ -65,8 +66,13 @@ struct roce_channel {
     std::uint16_t queue(Cmd c) {
         c.cookie = ++cookie;
         const auto b = abi::to_bytes(c);
+        // whole 16-byte slots, the last one zero-padded (a command need not fill it: reading
+        // 16 bytes there ran past `b`, UBSan found)
         for (std::size_t i = 0; i < b.size(); i += 16) {
-            std::memcpy(cmdq.host + (prod % slots) * 16, b.data() + i, 16);
+            std::byte* slot = cmdq.host + (prod % slots) * 16;
+            const std::size_t n = std::min<std::size_t>(16, b.size() - i);
+            std::memcpy(slot, b.data() + i, n);
+            std::memset(slot + n, 0, 16 - n);
             ++prod;
         }
         return c.cookie;

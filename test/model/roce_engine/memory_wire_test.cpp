@@ -316,6 +316,22 @@ TEST_CASE("a DMA window's pages are all present once mapped, as VFIO pins them: 
         REQUIRE(::getrusage(RUSAGE_THREAD, &u) == 0);
         return u.ru_minflt;
     };
+    // The same copies from a mapping MAP_POPULATE made, into a buffer of their own: what 4 MiB
+    // of copies cost in faults besides the model's. 0 in a plain build; under AddressSanitizer
+    // the first reads of fresh shadow pages (a byte per 8 of the source and of the destination)
+    // fault too, 128 here (issue 20: the test adapts rather than skips)
+    const long control = [&] {
+        void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        REQUIRE(m != MAP_FAILED);
+        std::vector<std::byte> into(bytes, std::byte{1});
+        const long before = minor_faults();
+        for (std::size_t at = 0; at < bytes; at += 4096) {
+            std::memcpy(into.data() + at, static_cast<const std::byte*>(m) + at, 4096);
+        }
+        const long n = minor_faults() - before;
+        ::munmap(m, bytes);
+        return n;
+    }();
     {
         rig::sim::vfio_user::dma_space dma;
         REQUIRE(dma.map(iova_base, bytes, true, true, fd, 0) == 0);
@@ -325,7 +341,7 @@ TEST_CASE("a DMA window's pages are all present once mapped, as VFIO pins them: 
         }
         // first touch of each page by the model would fault (shmem maps 16 pages per fault at
         // best: 64 or more faults for 4 MiB)
-        CHECK(minor_faults() - before <= 2);
+        CHECK(minor_faults() - before <= control + 2);
         CHECK(out[bytes - 1] == std::byte{0x5a});
     }
     ::munmap(client, bytes);
