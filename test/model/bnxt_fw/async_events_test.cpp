@@ -57,14 +57,8 @@ struct heard {
 };
 
 fw::device_options options(heard& h, bool events) {
-    fw::device_options o;
-    o.creq_entries = 1024;
-    o.nq_entries = 256;
-    o.rcfw.cmdq_slots = 256;
-    o.rcfw_events = events;
-    o.events = h.handlers();
-    o.health_interval = 1000ms;   // an event, not the health look, must bring the news
-    return o;
+    // an event, not the health look, must bring the news
+    return rig::test::bnxt_fw::small_roce(h.handlers(), events, 1000ms);
 }
 
 constexpr std::uint16_t creq_vector = 0;   // device_options::creq_msix's default

@@ -60,14 +60,7 @@ struct seen {
 };
 
 fw::device_options roce(seen& s, bool events) {
-    fw::device_options o;
-    o.creq_entries = 1024;
-    o.nq_entries = 256;
-    o.rcfw.cmdq_slots = 256;
-    o.rcfw_events = events;
-    o.events = s.handlers();
-    o.health_interval = 20ms;
-    return o;
+    return rig::test::bnxt_fw::small_roce(s.handlers(), events, 20ms);
 }
 
 // The device writing NQ entry `k` (host view of the ring): the cq_handle first, the v bit last.
