@@ -63,6 +63,11 @@ std::expected<std::uint32_t, std::string> parse_24(std::string_view name, std::s
     if (n > max_24) {
         return std::unexpected(std::string(name) + " " + std::string(v) + " does not fit 24 bits");
     }
+    // to_string() writes exactly six digits: taking "0x12" or "0x0000012" too would give one
+    // endpoint many texts (endpoint.hpp: one length, no ambiguity). Found by test/fuzz/peer/endpoint.
+    if (v.size() != 2 + 6) {
+        return std::unexpected(std::string(name) + " \"" + std::string(v) + "\" is not 0x and six hex digits");
+    }
     return n;
 }
 

@@ -71,6 +71,10 @@ TEST_CASE("a malformed endpoint text is refused with the reason") {
             "qp \"12\" is not 0x-prefixed hex");
     refused("rig-endpoint qp=0x1000000 psn=0xa1b2c3 gid=fe80:0000:0000:0000:0000:00ff:fe00:0001 mac=02:00:00:00:00:01",
             "does not fit 24 bits");
+    refused("rig-endpoint qp=0x12 psn=0xa1b2c3 gid=fe80:0000:0000:0000:0000:00ff:fe00:0001 mac=02:00:00:00:00:01",
+            "qp \"0x12\" is not 0x and six hex digits");
+    refused("rig-endpoint qp=0x000012 psn=0x0001006 gid=fe80:0000:0000:0000:0000:00ff:fe00:0001 mac=02:00:00:00:00:01",
+            "psn \"0x0001006\" is not 0x and six hex digits");
     refused("rig-endpoint qp=0x000012 psn=0xzz gid=fe80:0000:0000:0000:0000:00ff:fe00:0001 mac=02:00:00:00:00:01",
             "psn \"0xzz\"");
     refused("rig-endpoint qp=0x000012 psn=0xa1b2c3 gid=fe80::1 mac=02:00:00:00:00:01", "gid must be 8 groups");
