@@ -235,6 +235,12 @@ result<std::uint64_t> client::dma_map(const dma_memory& memory, std::size_t offs
         offset % grain != 0 || bytes % grain != 0) {
         return std::unexpected(fail(what, _name, "range not in whole pages of the memory", EINVAL));
     }
+    // spec "VFIO_USER_VERSION": max_msg_fds is the most fds the server takes in one message; one
+    // that takes none is not sent the memory's fd (enable_irqs refuses the same way), and can
+    // only be given the window by message (vfio_user_dma_by_message)
+    if (!_options.vfio_user_dma_by_message && _server.max_msg_fds == 0) {
+        return std::unexpected(fail(what, _name, "server takes no fds (max_msg_fds 0): map by message", ENOTSUP));
+    }
     if (_windows.size() >= _server.max_dma_maps) {
         return std::unexpected(fail(what, _name, "server's max_dma_maps reached", ENOSPC));
     }

@@ -73,7 +73,10 @@ result<void> rcfw_channel::write32(std::uint64_t offset, std::uint32_t v) {
 }
 
 result<void> rcfw_channel::setup() {
-    const std::size_t ring_pages = std::size_t{_options.cmdq_slots} * abi::cmdq_slot_size / page;
+    // Whole pages for the slots, rounded up: fewer than 256 slots (create() takes 16) still get
+    // a page of their own, apart from the PBL's (a rounded-down 0 put the CMDQ on the PBL's page,
+    // its first command read as a PTE: fuzz bnxt-creq).
+    const std::size_t ring_pages = (std::size_t{_options.cmdq_slots} * abi::cmdq_slot_size + page - 1) / page;
     auto mem = driver::dma_memory::allocate((ring_pages + 1) * page, driver::page_choice::small_only);
     if (!mem) {
         return std::unexpected(plain_error(error_kind::transport, "CMDQ: " + mem.error().message));

@@ -160,12 +160,20 @@ std::vector<std::uint16_t> firmware::rcfw_doorbell(std::span<const std::byte> ma
         const std::uint32_t n = std::max<std::uint32_t>(
             tlv ? std::to_integer<std::uint32_t>(head[abi::roce_tlv_total_size_offset]) : abi::decode<abi::cmdq_base>(head)->cmd_size, 1);
         std::vector<std::byte> framed(std::max<std::size_t>(n * abi::cmdq_slot_size, 160 + abi::roce_tlv_bytes));
+        // A command's slots all lie before the producer (qplib_rcfw.c __send_message writes
+        // cmd_size slots, then moves the producer past them): one whose cmd_size runs past it
+        // is cut there and refused INVALID_PARAMETER, and the firmware waits at the producer.
+        // Stepping past it instead would circle the CMDQ forever on stale slots (fuzz
+        // bnxt-cmdq: a lying cmd_size hung the firmware thread).
+        const std::uint32_t before_producer = (prod + _rcfw.slots - _rcfw.consumer % _rcfw.slots) % _rcfw.slots;
+        const std::uint32_t taken = std::min(n, before_producer);   // the slots read (the cookie's too)
         bool readable = true;
-        for (std::uint32_t i = 0; i < n && readable; ++i) {
+        for (std::uint32_t i = 0; i < taken && readable; ++i) {
             const auto a = cmdq_slot_address(_rcfw.consumer + i);
             readable = a && dma->read(*a, std::span<std::byte>(framed.data() + 16 * i, 16));
         }
-        _rcfw.consumer = (_rcfw.consumer + n) % _rcfw.slots;
+        readable = readable && taken == n;
+        _rcfw.consumer = (_rcfw.consumer + taken) % _rcfw.slots;
         const std::span<const std::byte> cmd = std::span<const std::byte>(framed).subspan(tlv ? abi::roce_tlv_bytes : 0);
         const auto base = *abi::decode<abi::cmdq_base>(cmd);
         readable = readable && (!tlv || n >= 2);   // a TLV command has its header and a cmdq_base

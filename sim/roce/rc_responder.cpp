@@ -63,8 +63,14 @@ void rc_qp::on_request(const proto::decoded& packet) noexcept {
                     return;
                 }
             }
-            if (_mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_read) ==
-                mem_status::ok) {
+            // Answered anew only as the READ it repeats was: a queue pair without the remote-read
+            // right executed none, so a "duplicate" is forged or stale and is dropped (Linux rxe's
+            // duplicate_request answers only a READ it holds a resource for). Without this, a READ
+            // sent with a PSN just below the expected one read what the queue pair refuses to let read.
+            if ((_remote_rights & access_remote_read) != 0 &&
+                (packet.bth.dma_length == 0 ||
+                 _mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_read) ==
+                     mem_status::ok)) {
                 push_read(psn, packet.bth.va, packet.bth.rkey, packet.bth.dma_length);
             }
         } else {
@@ -151,9 +157,10 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
         if (k.first) {
             // The whole RETH range is checked before the first byte moves (rxe: check_rkey). An
             // ONLY packet that carries that whole range is checked by its write below, which
-            // moves nothing unless the same checks pass and fails with the same NAK.
+            // moves nothing unless the same checks pass and fails with the same NAK. A zero-length
+            // WRITE moves nothing and needs no valid R_Key or VA (IB spec C9-88; rxe check_rkey).
             const bool write_checks = k.last && size != 0 && size == packet.bth.dma_length;
-            if (!write_checks &&
+            if (!write_checks && packet.bth.dma_length != 0 &&
                 _mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_write) !=
                     mem_status::ok) {
                 responder_fails(proto::nak_code::remote_access_error, psn, completion_status::success);
@@ -181,7 +188,9 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
         break;
     }
     case request_kind::read: {
-        if (_mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_read) !=
+        // as a WRITE: a zero-length READ reads nothing, its R_Key and VA unchecked (C9-88)
+        if (packet.bth.dma_length != 0 &&
+            _mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_read) !=
             mem_status::ok) {
             responder_fails(proto::nak_code::remote_access_error, psn, completion_status::success);
             return;

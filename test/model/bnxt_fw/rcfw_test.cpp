@@ -215,3 +215,17 @@ TEST_CASE("bnxt device with the RoCE channel: QUERY_FUNC, INITIALIZE_FW, ADD_GID
     d->reset();
     CHECK(f.maps.empty());
 }
+
+// Found by fuzz bnxt-creq: under 256 slots the CMDQ's size rounded down to no page, its slots
+// lay on the PBL's page and the firmware read the first command as a PTE.
+TEST_CASE("bnxt rcfw: the smallest CMDQ (16 slots) has a page of its own behind a valid PTE", "[model][bnxt_fw]") {
+    rig_up r({.cmdq_slots = 16});
+    CHECK(r.ch->cmdq_pbl_iova() == r.ch->cmdq_iova() + 4096);   // the slots' page, then the PBL's
+    for (int i = 0; i < 20; ++i) {   // past the 16-slot wrap
+        auto v = r.ch->send<abi::creq_query_version_resp>(abi::cmdq_query_version{}, 0, clk::now() + 1s);
+        REQUIRE(v.has_value());
+        CHECK(v->cookie == i);
+    }
+    REQUIRE(r.f.rcfw_commands.size() == 20);
+    CHECK(std::to_integer<int>(r.f.rcfw_commands.back()[0]) == 0x8b);
+}

@@ -239,3 +239,23 @@ TEST_CASE("bnxt model rcfw: ADD_GID into the table, DELETE_GID by its index, the
     m.fn.reset();
     m.fn.with_firmware([](const sim::bnxt::firmware& f) { CHECK(f.rcfw().gids.empty()); });
 }
+
+// Found by fuzz bnxt-cmdq: a cmd_size running past the producer made the firmware step over it
+// and circle the CMDQ forever on stale slots, its thread hung with the model's lock held.
+TEST_CASE("bnxt model rcfw: a cmd_size past the producer is refused there, not run round the CMDQ", "[bnxt_model][rcfw]") {
+    served_bnxt m;
+    roce_channel ch(m, 256, 64);
+    abi::cmdq_query_version q;
+    q.cmd_size = 9;   // one slot written, nine claimed
+    const std::uint16_t k = ch.queue(q);
+    ch.ring();
+    const auto e = ch.next();
+    REQUIRE(e.has_value());
+    const auto ev = *abi::decode<abi::creq_qp_event>(*e);
+    CHECK(ev.cookie == k);
+    CHECK(ev.event == abi::CMDQ_BASE_OPCODE_QUERY_VERSION);
+    CHECK(ev.status == abi::CREQ_QP_EVENT_STATUS_INVALID_PARAMETER);
+    CHECK_FALSE(ch.next(100ms).has_value());   // one completion: the firmware waits at the producer
+    CHECK(m.fn.with_firmware([](const sim::bnxt::firmware& f) { return f.rcfw().consumer; }) == 1);
+    CHECK(ch.run(abi::cmdq_query_version{}).status == abi::CREQ_QP_EVENT_STATUS_SUCCESS);
+}

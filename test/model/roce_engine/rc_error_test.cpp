@@ -251,3 +251,80 @@ TEST_CASE("a queue pair without remote write or remote read enabled answers thos
         CHECK(checksum(fb.at(dst, 100)) == before);
     }
 }
+
+// Found by test/fuzz/roce (roce-frame, corpus crash-dup-read-no-right): a READ request whose PSN
+// lies just before the expected one was answered as a duplicate by a queue pair that takes no
+// READ at all, handing out the region's bytes.
+TEST_CASE("a queue pair without remote read answers no READ request sent as a duplicate and NAKs one at the expected PSN") {
+    sr::wire w;
+    function f(w, 1, 3 * mib);
+    planned(f);
+    auto& q = f.make_qp(0x101);
+    auto outside = w.attach_uplink();   // another host, where the queue pair's peer lives
+    const sr::mac_address peer_mac{std::byte{2}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0x99}};
+    rig::roce::gid peer_gid = f.gid;
+    peer_gid[15] = std::byte{0x99};
+    q.to_init(sr::access_remote_write);
+    sr::path path;
+    path.dest_qpn = 0x202;
+    path.dest_mac = peer_mac;
+    path.dest_gid = peer_gid;
+    path.rq_psn = 100;
+    q.to_rtr(path);
+    q.to_rts({});
+    rig::roce::route route;
+    route.src_mac = peer_mac;
+    route.dst_mac = f.port->mac();
+    route.src_gid = peer_gid;
+    route.dst_gid = f.gid;
+    rig::roce::transport read;
+    read.op = rig::roce::opcode::read_request;
+    read.dest_qp = q.qpn();
+    read.va = function::va(dst);
+    read.rkey = rkey;
+    read.dma_length = 64;
+    // what the queue pair sends back for a READ at `psn`: the opcodes and AETH syndromes
+    auto answers_to = [&](std::uint32_t psn) {
+        read.psn = psn;
+        sr::frame* fr = outside->allocate();
+        REQUIRE(fr != nullptr);
+        fr->size = static_cast<std::uint32_t>(rig::roce::encode(route, read, {}, fr->bytes));
+        const auto now = clock::now();
+        outside->transmit(fr, now);
+        f.eng->poll(now);
+        std::vector<std::pair<rig::roce::opcode, std::uint8_t>> out;
+        while (sr::frame* back = outside->receive(now)) {
+            outside->materialize(back);
+            const auto d = rig::roce::decode(back->data(), rig::roce::icrc_check::skip);
+            REQUIRE(d.has_value());
+            out.emplace_back(d->bth.op, d->bth.syndrome);
+            outside->release(back);
+        }
+        return out;
+    };
+    CHECK(answers_to(99).empty());   // before the expected PSN: a duplicate, but of no READ executed
+    CHECK(q.counters().duplicates_received == 1);
+    CHECK(q.state() == sr::qp_state::rts);
+    const auto nak = answers_to(100);
+    const auto invalid_request = rig::roce::syndrome(rig::roce::ack_kind::nak,
+                                                     static_cast<std::uint8_t>(rig::roce::nak_code::invalid_request));
+    REQUIRE(nak.size() == 1);
+    CHECK(nak[0].first == rig::roce::opcode::acknowledge);
+    CHECK(nak[0].second == invalid_request);
+    CHECK(q.state() == sr::qp_state::error);
+}
+
+// Found by test/fuzz/roce (roce-frame, corpus crash-zero-length-rkey): zero-length RDMA
+// operations were NAKed remote access error for an R_Key no region has.
+TEST_CASE("a zero-length WRITE or READ needs no valid R_Key or VA (IB spec C9-88) and completes with success") {
+    for (const auto op : {sr::work_op::write, sr::work_op::read}) {
+        pair p;
+        const auto before = checksum(p.fb.at(0, 3 * mib));
+        REQUIRE(p.a.post_send(request(op, 1, lkey, function::va(src), 0, 0x999, 0)));
+        const auto done = p.sends_of_a(1);
+        CHECK(done[0].status == sr::completion_status::success);
+        CHECK(done[0].byte_len == 0);
+        CHECK(p.b.state() == sr::qp_state::rts);
+        CHECK(checksum(p.fb.at(0, 3 * mib)) == before);
+    }
+}

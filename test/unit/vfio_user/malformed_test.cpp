@@ -444,3 +444,46 @@ TEST_CASE("vfio-user client: a server DMA request outside the client's windows i
     fs.thread.join();
     CHECK(refused == 2);
 }
+
+TEST_CASE("vfio-user client: no fd goes to a server that takes none", "[vfio_user][malformed]") {
+    // found by test/fuzz/vfio_user/client.cpp (corpus vfio-user-client/crash-dma-map-fd-to-no-fds):
+    // DMA_MAP carried the memory's fd although VERSION said max_msg_fds 0
+    std::atomic<int> fds_seen{-1};
+    fake_server fs([&](raw_conn& c) {
+        answer_version(c, "{\"capabilities\":{\"max_msg_fds\":0}}");
+        answer_info(c);
+        if (auto m = c.receive(500ms)) {   // a DMA_MAP by message, if any
+            fds_seen = static_cast<int>(m->fds.size());
+            c.send_reply(*m, {});
+        }
+        c.closed_by_peer(1000ms);
+    });
+    auto memory = dma_memory::allocate(4096, page_choice::small_only);
+    REQUIRE(memory);
+    {
+        auto f = open(fs.where(), quick());
+        REQUIRE(f);
+        auto by_fd = (*f)->dma_map(*memory, 0, 4096, dma_access::read_write);
+        REQUIRE_FALSE(by_fd);
+        CHECK(by_fd.error().os_errno == ENOTSUP);
+        CHECK_THAT(by_fd.error().message, Catch::Contains("max_msg_fds 0"));
+    }
+    {
+        open_options o = quick();
+        o.vfio_user_dma_by_message = true;
+        fake_server again([&](raw_conn& c) {
+            answer_version(c, "{\"capabilities\":{\"max_msg_fds\":0}}");
+            answer_info(c);
+            if (auto m = c.receive(500ms)) {
+                fds_seen = static_cast<int>(m->fds.size());
+                c.send_reply(*m, {});
+            }
+            c.closed_by_peer(1000ms);
+        });
+        auto f = open(again.where(), o);
+        REQUIRE(f);
+        CHECK((*f)->dma_map(*memory, 0, 4096, dma_access::read_write));
+        CHECK(fds_seen == 0);
+        (*f)->release();
+    }
+}
