@@ -16,38 +16,14 @@
 #include <vector>
 
 #include "test/fuzz/harness.hpp"
+#include "test/fuzz/reader.hpp"
 #include "qp/bnxt/data_path.hpp"
 
 namespace {
 
 namespace abi = ::rig::bnxt::abi;
 namespace qb = ::rig::qp::bnxt;
-
-// The fuzz bytes, read front to back; zeros once they run out.
-struct reader {
-    const std::uint8_t* p;
-    std::size_t n;
-    bool empty() const noexcept { return n == 0; }
-    std::uint8_t byte() noexcept {
-        if (n == 0) {
-            return 0;
-        }
-        --n;
-        return *p++;
-    }
-    std::uint32_t u32() noexcept {
-        std::uint32_t v = 0;
-        for (int i = 0; i < 4; ++i) {
-            v |= std::uint32_t{byte()} << (8 * i);
-        }
-        return v;
-    }
-    void bytes(std::byte* out, std::size_t k) noexcept {
-        for (std::size_t i = 0; i < k; ++i) {
-            out[i] = std::byte{byte()};
-        }
-    }
-};
+using rig::fuzz::reader;
 
 // An exact-sized, 64-byte aligned block: one byte past it is an ASan report.
 struct block {
@@ -117,10 +93,10 @@ struct fixture {
 // Posts up to `count` sends (or receives) of fuzz-chosen lengths, within the ring's room.
 void post(fixture& f, reader& in, bool send, std::uint32_t count) {
     for (std::uint32_t i = 0; i < count && f.dp.room(send) > 0; ++i) {
-        const std::uint32_t bytes = in.byte() * 37u;
+        const std::uint32_t bytes = in.u8() * 37u;
         const std::uint64_t at = 0x7f0000000000ull + 4096u * i;
         if (send) {
-            switch (in.byte() % 3) {
+            switch (in.u8() % 3) {
             case 0: f.dp.post_send(at, bytes, lkey); break;
             case 1: f.dp.post_write(at, bytes, lkey, {0x7e0000000000ull, 0x99}); break;
             default: f.dp.post_read({0x7e0000000000ull, 0x99}, at, bytes, lkey); break;
@@ -139,11 +115,11 @@ void post(fixture& f, reader& in, bool send, std::uint32_t count) {
 //  TERMINAL or raw type   bit 4: sq_cons_idx / wr_id near the driver's entries   bit 5: at the
 //  producer (else in the slot the next byte names, the producer unmoved).
 void write_cqe(fixture& f, device_cq& d, const qb::completion_queue& cq, reader& in) {
-    const std::uint8_t shape = in.byte();
+    const std::uint8_t shape = in.u8();
     std::array<std::byte, abi::cqe_size> e{};
-    in.bytes(e.data(), e.size());
+    in.fill({e.data(), e.size()});
     const bool at_producer = (shape & 0x20) != 0;
-    const std::uint32_t slot = at_producer ? d.producer % d.entries : in.byte() % d.entries;
+    const std::uint32_t slot = at_producer ? d.producer % d.entries : in.u8() % d.entries;
     const std::uint8_t type_pick = (shape >> 2) & 3;
     std::uint8_t type = static_cast<std::uint8_t>((std::to_integer<unsigned>(e[24]) >> 1) & 0xf);
     if (type_pick == 1) {
@@ -233,23 +209,23 @@ void settle(fixture& f, bool machine_failed) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     reader in{data, size};
-    const std::uint8_t sizes = in.byte();
+    const std::uint8_t sizes = in.u8();
     const auto ring_of = [](unsigned bits) { return 2u << bits; };   // 2, 4, 8 or 16 entries
     fixture f(ring_of(sizes & 3), ring_of((sizes >> 2) & 3), ring_of((sizes >> 4) & 3), ring_of((sizes >> 6) & 3));
-    post(f, in, true, in.byte() % 17);
-    post(f, in, false, in.byte() % 17);
+    post(f, in, true, in.u8() % 17);
+    post(f, in, false, in.u8() % 17);
     for (int round = 0; round < 256 && !in.empty(); ++round) {
-        const std::uint8_t op = in.byte();
+        const std::uint8_t op = in.u8();
         switch (op % 8) {
         case 0:
         case 1:
         case 2: write_cqe(f, f.send_dev, f.dp.scq, in); break;
         case 3: write_cqe(f, f.receive_dev, f.dp.rcq, in); break;
         case 4: settle(f, false); break;
-        case 5: post(f, in, (op & 0x10) != 0, in.byte() % 9); break;
+        case 5: post(f, in, (op & 0x10) != 0, in.u8() % 9); break;
         case 6: {
             // the NIC's QP_ERROR_NOTIFICATION (a code, 0: none) or the machine's failure
-            f.nic_event.store(in.byte(), std::memory_order_relaxed);
+            f.nic_event.store(in.u8(), std::memory_order_relaxed);
             settle(f, (op & 0x10) != 0);
             break;
         }

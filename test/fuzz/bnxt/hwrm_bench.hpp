@@ -1,11 +1,11 @@
 #pragma once
 // What the bnxt firmware-path harnesses share (hwrm_request.cpp, rcfw_cmdq.cpp on the model's
-// side; hwrm_response.cpp, rcfw_creq.cpp on the driver's): a reader that splits the fuzz bytes
-// into fields, and a bench around the model's transport-free firmware (sim/bnxt/firmware.hpp):
-// a vfio_user::dma_space over memfd memory this process writes and reads as a driver would, the
-// model's HWRM request window run synchronously (firmware::run), and a RoCE-sized backing store
-// made once by the driver's own code (firmware/bnxt/context_memory.hpp) and restored to its
-// first bytes before every input, so that each input starts from the same state.
+// side; hwrm_response.cpp, rcfw_creq.cpp on the driver's): a bench around the model's
+// transport-free firmware (sim/bnxt/firmware.hpp): a vfio_user::dma_space over memfd memory this
+// process writes and reads as a driver would, the model's HWRM request window run synchronously
+// (firmware::run), and a RoCE-sized backing store made once by the driver's own code
+// (firmware/bnxt/context_memory.hpp) and restored to its first bytes before every input, so that
+// each input starts from the same state.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -26,6 +26,7 @@
 #include "sim/bnxt/firmware.hpp"
 #include "sim/vfio_user/dma_space.hpp"
 #include "test/fuzz/harness.hpp"
+#include "test/fuzz/reader.hpp"
 
 namespace rig::fuzz::bnxt {
 
@@ -34,42 +35,8 @@ namespace model = ::rig::sim::bnxt;
 namespace driver = ::rig::driver;
 namespace sim = ::rig::sim;
 
-// The fuzz bytes as fields: past the end every read gives zeros (the input is over when empty()).
-class reader {
-public:
-    reader(const std::uint8_t* data, std::size_t size) : _p(data), _n(size) {}
-    bool empty() const noexcept { return _n == 0; }
-    std::uint8_t u8() { return static_cast<std::uint8_t>(take(1)); }
-    std::uint16_t u16() { return static_cast<std::uint16_t>(take(2)); }
-    std::uint32_t u32() { return static_cast<std::uint32_t>(take(4)); }
-    std::uint64_t u64() { return take(8); }
-    // Up to `n` bytes into `out` (what is missing stays as it was).
-    void bytes(std::span<std::byte> out) {
-        const std::size_t k = std::min(out.size(), _n);
-        std::memcpy(out.data(), _p, k);
-        _p += k;
-        _n -= k;
-    }
-    // `count` (from the input, at most `most`) single-byte overwrites of `target` at input offsets.
-    void overwrite(std::span<std::byte> target, unsigned most) {
-        const unsigned count = u8() % (most + 1);
-        for (unsigned i = 0; i < count && !target.empty(); ++i) {
-            const std::size_t at = u16() % target.size();
-            target[at] = std::byte{u8()};
-        }
-    }
-
-private:
-    std::uint64_t take(std::size_t k) {
-        std::uint64_t v = 0;
-        for (std::size_t i = 0; i < k && _n > 0; ++i, ++_p, --_n) {
-            v |= std::uint64_t{*_p} << (8 * i);
-        }
-        return v;
-    }
-    const std::uint8_t* _p;
-    std::size_t _n;
-};
+// test/fuzz/reader.hpp; these harnesses mutate valid templates, so they fill with copy_some.
+using rig::fuzz::reader;
 
 template <class T>
 std::vector<std::byte> bytes_of_layout(const T& value) {
@@ -77,22 +44,53 @@ std::vector<std::byte> bytes_of_layout(const T& value) {
     return {b.begin(), b.end()};
 }
 
-// A driver::function whose only work is dma_map into a model's dma_space (what the driver's
-// context_memory::allocate needs); every other call is refused: nothing else is reached here.
-class mapping_function final : public driver::function {
+// The driver's DMA memory by IOVA, as a fuzz device reaches it: each mapping at the next 64 KiB
+// boundary after the last (IOVAs are never reused, so a stale one names nothing).
+class iova_map {
 public:
-    explicit mapping_function(sim::vfio_user::dma_space& dma) : _dma(dma) {}
-    struct mapped_range {
+    struct range {
         std::byte* host;
         std::size_t bytes;
     };
-    std::map<std::uint64_t, mapped_range> maps;   // iova -> host bytes
 
-    std::string_view name() const noexcept override { return "fuzz-bnxt"; }
-    driver::result<void> config_read(std::uint32_t, std::span<std::byte> out) override {
-        std::fill(out.begin(), out.end(), std::byte{0});
-        return {};
+    std::uint64_t add(std::byte* host, std::size_t bytes) {
+        const std::uint64_t iova = _next;
+        _next += (bytes + 0xffff) & ~std::uint64_t{0xffff};
+        _ranges[iova] = {host, bytes};
+        return iova;
     }
+    // Whether [iova, iova + bytes) is exactly one mapping (what an unmap must name).
+    bool names(std::uint64_t iova, std::size_t bytes) const {
+        const auto it = _ranges.find(iova);
+        return it != _ranges.end() && it->second.bytes == bytes;
+    }
+    void remove(std::uint64_t iova) { _ranges.erase(iova); }
+    // The host bytes behind [iova, iova + n), or nullptr unless one mapping holds them all.
+    std::byte* host(std::uint64_t iova, std::size_t n) const {
+        auto it = _ranges.upper_bound(iova);
+        if (it == _ranges.begin()) {
+            return nullptr;
+        }
+        --it;
+        const std::uint64_t off = iova - it->first;
+        return off <= it->second.bytes && n <= it->second.bytes - off ? it->second.host + off : nullptr;
+    }
+    std::size_t size() const noexcept { return _ranges.size(); }
+    auto begin() const noexcept { return _ranges.begin(); }
+    auto end() const noexcept { return _ranges.end(); }
+
+private:
+    std::map<std::uint64_t, range> _ranges;
+    std::uint64_t _next = 0x10000000;
+};
+
+// A driver::function that refuses every call but config_write (ignored) and release: a fuzz
+// device overrides only what its driver path reaches, so a call it did not expect fails loudly
+// in the driver instead of being served by accident.
+class refusing_function : public driver::function {
+public:
+    std::string_view name() const noexcept override { return "fuzz-bnxt"; }
+    driver::result<void> config_read(std::uint32_t, std::span<std::byte>) override { return refused(); }
     driver::result<void> config_write(std::uint32_t, std::span<const std::byte>) override { return {}; }
     driver::result<driver::region_info> get_region_info(driver::region) override { return refused(); }
     driver::result<void> region_read(driver::region, std::uint64_t, std::span<std::byte>) override { return refused(); }
@@ -100,19 +98,11 @@ public:
         return refused();
     }
     driver::result<driver::bar_mapping> map_bar(driver::region, driver::caching) override { return refused(); }
-    driver::result<std::uint64_t> dma_map(const driver::dma_memory& m, std::size_t offset, std::size_t bytes,
+    driver::result<std::uint64_t> dma_map(const driver::dma_memory&, std::size_t, std::size_t,
                                           driver::dma_access) override {
-        const std::uint64_t iova = _next;
-        _next += (bytes + 0xffff) & ~std::uint64_t{0xffff};
-        require(_dma.map(iova, bytes, true, true, m.fd(), offset) == 0, "the bench's DMA window maps");
-        maps[iova] = {m.data() + offset, bytes};
-        return iova;
+        return refused();
     }
-    driver::result<void> dma_unmap(std::uint64_t iova, std::size_t bytes) override {
-        require(_dma.unmap(iova, bytes) == 0, "the bench's DMA window unmaps");
-        maps.erase(iova);
-        return {};
-    }
+    driver::result<void> dma_unmap(std::uint64_t, std::size_t) override { return refused(); }
     driver::result<driver::irq_info> get_irq_info(driver::irq_kind) override { return refused(); }
     driver::result<std::vector<int>> enable_irqs(driver::irq_kind, std::uint32_t) override { return refused(); }
     driver::result<void> disable_irqs(driver::irq_kind) override { return refused(); }
@@ -120,10 +110,37 @@ public:
     driver::result<void> reset() override { return refused(); }
     void release() noexcept override {}
 
+protected:
+    static std::unexpected<driver::error> refused() { return std::unexpected(driver::error{"not in the fuzz device"}); }
+    // Config space reads as zeros (no vendor or device id: the paths here never ask).
+    static driver::result<void> zeros(std::span<std::byte> out) {
+        std::fill(out.begin(), out.end(), std::byte{0});
+        return {};
+    }
+};
+
+// A driver::function whose only work is dma_map into a model's dma_space (what the driver's
+// context_memory::allocate needs); every other call is refused: nothing else is reached here.
+class mapping_function final : public refusing_function {
+public:
+    explicit mapping_function(sim::vfio_user::dma_space& dma) : _dma(dma) {}
+    iova_map maps;
+
+    driver::result<void> config_read(std::uint32_t, std::span<std::byte> out) override { return zeros(out); }
+    driver::result<std::uint64_t> dma_map(const driver::dma_memory& m, std::size_t offset, std::size_t bytes,
+                                          driver::dma_access) override {
+        const std::uint64_t iova = maps.add(m.data() + offset, bytes);
+        require(_dma.map(iova, bytes, true, true, m.fd(), offset) == 0, "the bench's DMA window maps");
+        return iova;
+    }
+    driver::result<void> dma_unmap(std::uint64_t iova, std::size_t bytes) override {
+        require(_dma.unmap(iova, bytes) == 0, "the bench's DMA window unmaps");
+        maps.remove(iova);
+        return {};
+    }
+
 private:
-    static std::unexpected<driver::error> refused() { return std::unexpected(driver::error{"not in the fuzz bench"}); }
     sim::vfio_user::dma_space& _dma;
-    std::uint64_t _next = 0x10000000;
 };
 
 // Small context-memory maxima: a RoCE backing store of about half a MiB (the defaults ask for
@@ -233,5 +250,13 @@ struct model_bench {
         return fw.run(window, &dma);
     }
 };
+
+// The process's one bench (made once: the backing store is too slow to make per input), restored
+// to its first bytes so that this input starts where every other did.
+inline model_bench& restored_bench() {
+    static model_bench b;
+    b.restore();
+    return b;
+}
 
 }  // namespace rig::fuzz::bnxt

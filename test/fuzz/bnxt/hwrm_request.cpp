@@ -126,7 +126,7 @@ void raw_window(reader& in, model_bench& b, model::firmware& fw) {
     ra::store_le<std::uint16_t>(window.data() + 6, in.u16());   // target_id
     e.resp_addr = resp_addr_of(in, b);
     ra::store_le<std::uint64_t>(window.data() + 8, e.resp_addr);
-    in.bytes(std::span<std::byte>(window).subspan(16, in.u8() % 113));
+    in.copy_some(std::span<std::byte>(window).subspan(16, in.u8() % 113));
     const std::size_t length = in.u8() % 2 == 0 ? window.size() : in.u8() % 129;
     const bool short_signature = ra::load_le<std::uint16_t>(window.data() + 2) == abi::SHORT_REQ_SIGNATURE_SHORT_CMD;
     if (short_signature || length < 16) {
@@ -155,7 +155,7 @@ void short_command(reader& in, model_bench& b, model::firmware& fw) {
     ra::store_le<std::uint16_t>(full.data() + 4, e.seq_id);
     ra::store_le<std::uint16_t>(full.data() + 6, 0xffff);
     ra::store_le<std::uint64_t>(full.data() + 8, e.resp_addr);
-    in.bytes(std::span<std::byte>(full).subspan(16));
+    in.copy_some(std::span<std::byte>(full).subspan(16));
     std::memcpy(b.host(model_bench::short_off), full.data(), full.size());
     abi::hwrm_short_input s;
     const std::uint8_t lies = in.u8();
@@ -299,16 +299,10 @@ void well_formed(reader& in, model_bench& b, model::firmware& fw) {
     check(b, fw, e, b.send(fw, std::move(req)), before);
 }
 
-model_bench& bench() {
-    static model_bench b;
-    return b;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    model_bench& b = bench();
-    b.restore();
+    model_bench& b = restored_bench();
     model::firmware fw(small_firmware());
     reader in(data, size);
     for (unsigned ops = 0; !in.empty() && ops < 64; ++ops) {

@@ -45,7 +45,7 @@ struct exchange {
     std::uint16_t model_error = 0;   // what the honest firmware answered
 };
 
-class hostile_function final : public driver::function {
+class hostile_function final : public refusing_function {
 public:
     explicit hostile_function(reader& in) : _in(in), _fw(small_firmware()) {}
 
@@ -87,15 +87,10 @@ public:
         }
         return {};
     }
-    driver::result<driver::bar_mapping> map_bar(driver::region, driver::caching) override {
-        return std::unexpected(driver::error{"not mapped in the fuzz device"});
-    }
     driver::result<std::uint64_t> dma_map(const driver::dma_memory& m, std::size_t offset, std::size_t bytes,
                                           driver::dma_access) override {
-        const std::uint64_t iova = _next;
-        _next += (bytes + 0xffff) & ~std::uint64_t{0xffff};
+        const std::uint64_t iova = _maps.add(m.data() + offset, bytes);
         require(_dma.map(iova, bytes, true, true, m.fd(), offset) == 0, "the device's DMA window maps");
-        _maps[iova] = {m.data() + offset, bytes};
         if (_maps.size() == 1) {
             _hwrm_buffers = iova;   // the channel's first mapping: response and short-command pages
         } else if (!exchanges.empty() && exchanges.back().req_type == abi::HWRM_FUNC_BACKING_STORE_QCAPS) {
@@ -104,14 +99,14 @@ public:
         return iova;
     }
     driver::result<void> dma_unmap(std::uint64_t iova, std::size_t bytes) override {
-        require(_maps.count(iova) == 1 && _maps[iova].bytes == bytes, "an unmap names a mapping");
+        require(_maps.names(iova, bytes), "an unmap names a mapping");
         // what the firmware may still name once it stopped answering: the HWRM channel's buffers
         // (hwrm.hpp), and the context memory once FUNC_BACKING_STORE_CFG was not refused
         // (device.hpp: a refusal means the firmware took nothing)
         const bool named = iova == _hwrm_buffers || (_context_given && _context.contains(iova));
         require(!first_timeout || !named, "memory the firmware may name is never unmapped after a timeout");
         require(_dma.unmap(iova, bytes) == 0, "the device's DMA window unmaps");
-        _maps.erase(iova);
+        _maps.remove(iova);
         return {};
     }
     driver::result<driver::irq_info> get_irq_info(driver::irq_kind kind) override {
@@ -126,19 +121,6 @@ public:
     void release() noexcept override {}
 
 private:
-    struct range {
-        std::byte* host;
-        std::size_t bytes;
-    };
-    std::byte* host(std::uint64_t iova, std::size_t n) {
-        auto it = _maps.upper_bound(iova);
-        if (it == _maps.begin()) {
-            return nullptr;
-        }
-        --it;
-        const std::uint64_t off = iova - it->first;
-        return off <= it->second.bytes && n <= it->second.bytes - off ? it->second.host + off : nullptr;
-    }
     bool budget_allows() {
         if (timeout_budget == 0) {
             return false;
@@ -153,7 +135,7 @@ private:
         const auto o = _fw.run(std::span<const std::byte>(_bar0.data(), 128), &_dma);
         require(o.responded, "the driver's requests reach a mapped response buffer");
         x.model_error = o.error_code;
-        std::byte* r = host(o.resp_addr, 16);
+        std::byte* r = _maps.host(o.resp_addr, 16);
         require(r != nullptr, "the response buffer is mapped");
         const std::uint16_t len = ra::load_le<std::uint16_t>(r + 6);
         const std::uint8_t pick = _in.u8();
@@ -190,7 +172,7 @@ private:
             const std::uint16_t lie = _in.u16();
             // a lie the driver can read as complete needs a nonzero byte at lie - 1; otherwise it
             // waits for the valid byte: a timeout, which the budget must allow
-            const std::byte* at = lie >= 1 && lie <= 0x1000 ? host(o.resp_addr + lie - 1, 1) : nullptr;
+            const std::byte* at = lie >= 1 && lie <= 0x1000 ? _maps.host(o.resp_addr + lie - 1, 1) : nullptr;
             const bool waits = lie >= 8 && lie <= 704 && at != nullptr && *at == std::byte{0};
             if (waits && !budget_allows()) {
                 x.what = corruption::none;
@@ -221,11 +203,10 @@ private:
     model::firmware _fw;
     sim::vfio_user::dma_space _dma;
     std::array<std::byte, 0x1000> _bar0{};
-    std::map<std::uint64_t, range> _maps;
+    iova_map _maps;
     std::uint64_t _hwrm_buffers = 0;
     std::set<std::uint64_t> _context;
     bool _context_given = false;
-    std::uint64_t _next = 0x10000000;
 };
 
 fw::device_options options() {

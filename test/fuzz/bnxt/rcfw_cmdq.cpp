@@ -356,16 +356,10 @@ void run(model::firmware& fw, channel& ch, made& m, std::vector<std::byte> cmd, 
     }
 }
 
-model_bench& bench() {
-    static model_bench b;
-    return b;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    model_bench& b = bench();
-    b.restore();
+    model_bench& b = restored_bench();
     model::firmware fw(small_firmware());
     channel ch(b, fw);
     ch.open();
@@ -390,7 +384,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         switch (in.u8() % 3) {
         case 0: {   // raw
             std::vector<std::byte> cmd(16 * (1 + in.u8() % 12));
-            in.bytes(cmd);
+            in.copy_some(cmd);
             const std::uint32_t slots = static_cast<std::uint32_t>(cmd.size() / 16);
             run(fw, ch, m, cmd, slots, std::max<std::uint32_t>(std::to_integer<std::uint8_t>(cmd[1]), 1) == slots &&
                                             ra::load_le<std::uint16_t>(cmd.data()) != abi::CMD_DISCR_TLV_ENCAP);

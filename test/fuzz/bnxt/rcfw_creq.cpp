@@ -70,7 +70,7 @@ expected_poll expect(std::span<const std::byte> creq, std::uint64_t& seen, std::
 }
 
 // The device: BAR0's mailbox, the driver's DMA memory by IOVA, and the CREQ it writes.
-class creq_device final : public driver::function {
+class creq_device final : public refusing_function {
 public:
     creq_device(reader& in, std::byte* creq) : _in(in), _creq(creq) {}
 
@@ -79,13 +79,7 @@ public:
     std::uint64_t driver_consumer = 0;    // what the driver has consumed (the harness's tally)
 
     std::string_view name() const noexcept override { return "fuzz-creq"; }
-    driver::result<void> config_read(std::uint32_t, std::span<std::byte> out) override {
-        std::fill(out.begin(), out.end(), std::byte{0});
-        return {};
-    }
-    driver::result<void> config_write(std::uint32_t, std::span<const std::byte>) override { return {}; }
-    driver::result<driver::region_info> get_region_info(driver::region) override { return refused(); }
-    driver::result<void> region_read(driver::region, std::uint64_t, std::span<std::byte>) override { return refused(); }
+    driver::result<void> config_read(std::uint32_t, std::span<std::byte> out) override { return zeros(out); }
     driver::result<void> region_write(driver::region r, std::uint64_t offset, std::span<const std::byte> in) override {
         if (r != driver::region::bar0) {
             return {};   // the CREQ doorbells (BAR2)
@@ -97,50 +91,26 @@ public:
         }
         return {};
     }
-    driver::result<driver::bar_mapping> map_bar(driver::region, driver::caching) override { return refused(); }
     driver::result<std::uint64_t> dma_map(const driver::dma_memory& m, std::size_t offset, std::size_t bytes,
                                           driver::dma_access) override {
-        const std::uint64_t iova = _next;
-        _next += (bytes + 0xffff) & ~std::uint64_t{0xffff};
-        _maps[iova] = {m.data() + offset, bytes};
-        return iova;
+        return _maps.add(m.data() + offset, bytes);
     }
     driver::result<void> dma_unmap(std::uint64_t iova, std::size_t bytes) override {
-        require(_maps.count(iova) == 1 && _maps[iova].bytes == bytes, "an unmap names a mapping");
-        _maps.erase(iova);
+        require(_maps.names(iova, bytes), "an unmap names a mapping");
+        _maps.remove(iova);
         return {};
     }
-    driver::result<driver::irq_info> get_irq_info(driver::irq_kind) override { return refused(); }
-    driver::result<std::vector<int>> enable_irqs(driver::irq_kind, std::uint32_t) override { return refused(); }
-    driver::result<void> disable_irqs(driver::irq_kind) override { return refused(); }
-    driver::result<void> unmask_intx() override { return refused(); }
-    driver::result<void> reset() override { return refused(); }
-    void release() noexcept override {}
 
 private:
-    struct range {
-        std::byte* host;
-        std::size_t bytes;
-    };
-    static std::unexpected<driver::error> refused() { return std::unexpected(driver::error{"not in the fuzz device"}); }
-    std::byte* host(std::uint64_t iova, std::size_t n) {
-        auto it = _maps.upper_bound(iova);
-        if (it == _maps.begin()) {
-            return nullptr;
-        }
-        --it;
-        const std::uint64_t off = iova - it->first;
-        return off <= it->second.bytes && n <= it->second.bytes - off ? it->second.host + off : nullptr;
-    }
     // Slot `s` of the CMDQ, through cmdq_init's PBL (level 1: one page of PTEs).
     std::byte* slot(std::uint32_t s) {
         const std::uint64_t pbl = ra::load_le<std::uint64_t>(_mailbox.data());
         const std::uint64_t off = std::uint64_t{s} * 16;
-        const std::byte* pte = host(pbl + 8 * (off / 4096), 8);
+        const std::byte* pte = _maps.host(pbl + 8 * (off / 4096), 8);
         require(pte != nullptr, "the CMDQ's PBL is mapped");
         const std::uint64_t page = ra::load_le<std::uint64_t>(pte);
         require((page & abi::PTU_PTE_VALID) != 0, "the CMDQ's PBL entries are valid (cmdq_init names pages)");
-        std::byte* p = host((page & ~std::uint64_t{0xfff}) + off % 4096, 16);
+        std::byte* p = _maps.host((page & ~std::uint64_t{0xfff}) + off % 4096, 16);
         require(p != nullptr, "the CMDQ's pages are mapped");
         return p;
     }
@@ -198,7 +168,7 @@ private:
     }
     void write_side(const std::vector<std::byte>& cmd) {
         const std::size_t n = std::size_t{std::to_integer<std::uint8_t>(cmd[6])} * 16;
-        std::byte* sb = n != 0 ? host(ra::load_le<std::uint64_t>(cmd.data() + 8), n) : nullptr;
+        std::byte* sb = n != 0 ? _maps.host(ra::load_le<std::uint64_t>(cmd.data() + 8), n) : nullptr;
         if (sb == nullptr) {
             return;
         }
@@ -207,7 +177,7 @@ private:
         side_written[2] = cmd[4];
         side_written[3] = cmd[5];
         side_written[6] = cmd[6];
-        _in.bytes(std::span<std::byte>(side_written).subspan(8, std::min<std::size_t>(n - 8, _in.u8())));
+        _in.copy_some(std::span<std::byte>(side_written).subspan(8, std::min<std::size_t>(n - 8, _in.u8())));
         std::memcpy(sb, side_written.data(), n);
     }
     // What the device does with one command: up to four entries, as the input says.
@@ -228,7 +198,7 @@ private:
                                             static_cast<std::uint16_t>(ra::load_le<std::uint16_t>(cmd.data() + 4) + 1 + _in.u8() % 4));
                 break;
             case 7: post(e, false); continue;                             // the wrong pass's valid bit
-            case 8: _in.bytes(e); break;                                  // 16 raw bytes
+            case 8: _in.copy_some(e); break;                                  // 16 raw bytes
             case 9: continue;                                             // nothing
             default: post(e, true); break;                                // twice
             }
@@ -239,8 +209,7 @@ private:
     reader& _in;
     std::byte* _creq;
     std::array<std::byte, 0x104> _mailbox{};
-    std::map<std::uint64_t, range> _maps;
-    std::uint64_t _next = 0x10000000;
+    iova_map _maps;
     std::uint32_t _consumed = 0;
     std::uint64_t _produced = 0;
 };

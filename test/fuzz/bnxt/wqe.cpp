@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "test/fuzz/harness.hpp"
+#include "test/fuzz/reader.hpp"
 #include "abi/bits.hpp"
 #include "sim/bnxt/datapath.hpp"
 #include "sim/roce/engine.hpp"
@@ -44,6 +45,7 @@ namespace abi = ::rig::bnxt::abi;
 namespace sr = ::rig::sim::roce;
 using rig::abi::load_le;
 using rig::abi::store_le;
+using rig::fuzz::reader;
 
 constexpr std::uint64_t iova_base = 0x4000'0000;
 constexpr std::uint64_t va_base = 0x7f00'0000'0000;
@@ -55,24 +57,6 @@ constexpr std::uint32_t local_key = 0x11, remote_key = 0x22, read_key = 0x33, pd
 constexpr std::size_t guarded_from = 16 * 1024;
 constexpr std::uint32_t ring_entries = 16;   // small: full rings are reached, and made fast
 constexpr std::size_t wqe_bytes = abi::static_wqe_slots * abi::wqe_slot_size;
-
-struct reader {
-    const std::uint8_t* p;
-    std::size_t n;
-    bool empty() const noexcept { return n == 0; }
-    std::uint8_t byte() noexcept {
-        if (n == 0) {
-            return 0;
-        }
-        --n;
-        return *p++;
-    }
-    void bytes(std::span<std::byte> out) noexcept {
-        for (std::byte& b : out) {
-            b = std::byte{byte()};
-        }
-    }
-};
 
 // What each function's memory holds when an input starts (made once: a byte loop per input
 // would cost more than the input's own work under the coverage hooks).
@@ -353,9 +337,9 @@ void fix_receive(std::span<std::byte> w, std::uint8_t fix, std::uint32_t rq_sge)
 }
 
 void send_entry(run_state& s, side& a, reader& in) {
-    const std::uint8_t fix = in.byte();
+    const std::uint8_t fix = in.u8();
     std::array<std::byte, wqe_bytes> w{};
-    in.bytes(w);
+    in.fill(w);
     fix_send(w, fix);
     static rig::sim::bnxt::parsed_send parsed;   // reused from entry to entry, as the pass's
     for (sr::sge& g : parsed.request.sg) {
@@ -380,10 +364,10 @@ void send_entry(run_state& s, side& a, reader& in) {
 }
 
 void receive_entry(run_state& s, side& b, reader& in) {
-    const std::uint8_t fix = in.byte();
+    const std::uint8_t fix = in.u8();
     std::array<std::byte, wqe_bytes> w{};
     const std::size_t stride = 32 + 16 * s.rq_sge;
-    in.bytes(std::span(w).first(stride));
+    in.fill(std::span(w).first(stride));
     fix_receive(w, fix, s.rq_sge);
     const auto wqe = std::span<const std::byte>(w).first(stride);
     sr::receive_request r;
@@ -477,7 +461,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ma.refill();
     mb.refill();
     run_state s;
-    const std::uint8_t config = in.byte();
+    const std::uint8_t config = in.u8();
     s.signal_all = (config & 1) != 0;
     s.rq_sge = 1 + ((config >> 1) & 7) % 6;
     const bool rnr_finite = (config & 0x80) == 0;
@@ -489,7 +473,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         a.connect(b, 0x100, 0x300, timeout, rnr_finite ? 2 : 7);
         b.connect(a, 0x300, 0x100, timeout, rnr_finite ? 2 : 7);
         for (int round = 0; round < 512 && !in.empty(); ++round) {
-            const std::uint8_t op = in.byte();
+            const std::uint8_t op = in.u8();
             switch (op % 4) {
             case 0: send_entry(s, a, in); break;
             case 1: receive_entry(s, b, in); break;
@@ -499,7 +483,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     s.now += std::chrono::microseconds(1);
                 }
                 break;
-            default: s.now += std::chrono::microseconds(std::uint64_t{in.byte()} * 97); break;
+            default: s.now += std::chrono::microseconds(std::uint64_t{in.u8()} * 97); break;
             }
             take_sends(s, a);
             take_receives(s, b);

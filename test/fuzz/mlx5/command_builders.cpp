@@ -216,7 +216,7 @@ command set_roce_address(reader& in) {
 template <class In, class Out>
 command filled(opcode op, reader& in) {
     command c = header<In, Out>(op, in.u16());
-    in.bytes(std::span(c.in).subspan(8, std::min<std::size_t>(c.in.size() - 8, 64)));
+    in.fill(std::span(c.in).subspan(8, std::min<std::size_t>(c.in.size() - 8, 64)));
     return c;
 }
 

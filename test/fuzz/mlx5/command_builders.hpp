@@ -13,7 +13,7 @@
 #include "abi/mlx5/ifc.hpp"
 #include "sim/mlx5/firmware.hpp"
 #include "test/fuzz/mlx5/command_rig.hpp"
-#include "test/fuzz/mlx5/reader.hpp"
+#include "test/fuzz/reader.hpp"
 
 namespace rig::fuzz::mlx5 {
 
@@ -377,7 +377,7 @@ inline command raw_command(reader& in) {
     const std::size_t inlen = in.u16() % 0x1200;
     const std::size_t outlen = in.u16() % 0x2100;
     command c = header(static_cast<opcode>(op), inlen, outlen, op_mod);
-    in.bytes(std::span(c.in).subspan(8));  // after opcode and op_mod: uid, fields, contexts
+    in.fill(std::span(c.in).subspan(8));  // after opcode and op_mod: uid, fields, contexts
     return c;
 }
 

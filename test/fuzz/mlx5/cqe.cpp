@@ -22,7 +22,7 @@
 
 #include "qp/mlx5/data_path.hpp"  // first: see its comment
 #include "test/fuzz/harness.hpp"
-#include "test/fuzz/mlx5/reader.hpp"
+#include "test/fuzz/reader.hpp"
 
 namespace {
 
@@ -242,7 +242,7 @@ void step(queue_pair& q, rig::fuzz::reader& in) {
     case 4: device_writes(q, q.rcq_dev, false, in); break;
     case 5: {  // raw bytes at any slot of either CQ: torn, stale or forged entries
         cq_device& dev = (op & 0x10) ? q.scq_dev : q.rcq_dev;
-        in.bytes(dev.slot(in.u8()));
+        in.fill(dev.slot(in.u8()));
         break;
     }
     case 6: take_completions(q, in); break;

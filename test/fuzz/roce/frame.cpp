@@ -26,39 +26,15 @@
 #include <vector>
 
 #include "test/fuzz/harness.hpp"
+#include "test/fuzz/reader.hpp"
 #include "test/fuzz/roce/session.hpp"
 
 namespace {
 
 using namespace rig::fuzz::roce;
 using proto::opcode;
-
-// The fuzz bytes as fields; past the end, zeros.
-class reader {
-public:
-    reader(const std::uint8_t* data, std::size_t size) : _p(data), _n(size) {}
-    bool empty() const { return _n == 0; }
-    std::uint8_t u8() {
-        if (_n == 0) {
-            return 0;
-        }
-        --_n;
-        return *_p++;
-    }
-    std::uint16_t u16() { return static_cast<std::uint16_t>(u8() << 8 | u8()); }
-    std::uint32_t u32() { return std::uint32_t{u16()} << 16 | u16(); }
-    std::span<const std::byte> take(std::size_t k) {
-        k = std::min(k, _n);
-        const auto* at = reinterpret_cast<const std::byte*>(_p);
-        _p += k;
-        _n -= k;
-        return {at, k};
-    }
-
-private:
-    const std::uint8_t* _p;
-    std::size_t _n;
-};
+// This harness reads its multi-byte fields in network order (u16_be, u32_be), as its corpus holds them.
+using rig::fuzz::reader;
 
 constexpr std::array<opcode, 22> all_opcodes{
     opcode::send_first, opcode::send_middle, opcode::send_last, opcode::send_last_imm, opcode::send_only,
@@ -70,7 +46,7 @@ constexpr std::array<opcode, 22> all_opcodes{
 // The keys a field picks: every kind of region (bench.hpp), and one no region has.
 std::uint32_t key_of(std::uint8_t pick, reader& in) {
     static constexpr std::array<std::uint32_t, 7> keys{rkey, readonly, scattered, foreign, unmapped, lkey, rcvkey};
-    return (pick & 7) == 7 ? in.u32() : keys[pick & 7];
+    return (pick & 7) == 7 ? in.u32_be() : keys[pick & 7];
 }
 
 std::uint64_t start_of(std::uint32_t key) {
@@ -111,7 +87,7 @@ std::uint32_t psn_of(const session& s, std::uint8_t anchor, reader& in) {
     case 4: base = s.config().sq_psn; break;
     case 5: base = proto::psn_add(s.sent_end(), proto::psn_mask); break;
     case 6: base = proto::psn_add(s.expected_psn(), proto::psn_mask); break;
-    default: base = in.u32(); break;
+    default: base = in.u32_be(); break;
     }
     return static_cast<std::uint32_t>(static_cast<std::int64_t>(base) + delta) & proto::psn_mask;
 }
@@ -130,15 +106,15 @@ std::vector<std::byte> built_frame(const session& s, reader& in) {
     t.dest_qp = (flags & 0x30) == 0x30 ? peer_qpn : our_qpn;   // another queue pair's: a quarter of them
     const std::uint8_t shape = in.u8();
     t.rkey = key_of(shape, in);
-    t.va = (shape & 0x10) != 0 ? (std::uint64_t{in.u32()} << 32 | in.u32())
-                               : start_of(t.rkey) + static_cast<std::uint64_t>(static_cast<std::int16_t>(in.u16()));
-    t.dma_length = (shape & 0x08) != 0 ? in.u32() : in.u16();
+    t.va = (shape & 0x10) != 0 ? (std::uint64_t{in.u32_be()} << 32 | in.u32_be())
+                               : start_of(t.rkey) + static_cast<std::uint64_t>(static_cast<std::int16_t>(in.u16_be()));
+    t.dma_length = (shape & 0x08) != 0 ? in.u32_be() : in.u16_be();
     t.syndrome = in.u8();
     t.msn = in.u8();
     t.immediate = 0x12345678;
     const std::uint8_t size = in.u8();
     const std::uint32_t mtu = s.config().mtu, low = size & 63u;
-    std::size_t payload = size >> 6 == 0 ? mtu : size >> 6 == 1 ? low : size >> 6 == 2 ? mtu + low - 32 : in.u16();
+    std::size_t payload = size >> 6 == 0 ? mtu : size >> 6 == 1 ? low : size >> 6 == 2 ? mtu + low - 32 : in.u16_be();
     if (!proto::carries_payload(t.op)) {
         payload = 0;
     }
@@ -158,7 +134,7 @@ std::vector<std::byte> built_frame(const session& s, reader& in) {
     std::vector<std::byte> f(sr::frame_capacity);
     f.resize(proto::encode(r, t, body, f));
     if ((flags & 0x30) == 0x20) {   // a quarter of them: one byte flipped
-        const std::size_t at = in.u16() % f.size();
+        const std::size_t at = in.u16_be() % f.size();
         f[at] ^= static_cast<std::byte>(in.u8() | 1);
     }
     return f;
@@ -168,8 +144,8 @@ sr::sge sge_of(reader& in) {
     static constexpr std::array<std::uint32_t, 8> keys{lkey, lkey, lkey, rcvkey, rkey, readonly, foreign, 0x99};
     sr::sge s;
     s.key = keys[in.u8() & 7];
-    s.va = start_of(s.key) + in.u16() % 9000;
-    s.length = in.u16() % 9000u;
+    s.va = start_of(s.key) + in.u16_be() % 9000;
+    s.length = in.u16_be() % 9000u;
     return s;
 }
 
@@ -182,7 +158,7 @@ sr::send_request send_of(reader& in) {
     r.signaled = true;
     r.is_inline = (f & 4) != 0;
     if (r.is_inline) {
-        r.inline_bytes = in.u16() % 300u;
+        r.inline_bytes = in.u16_be() % 300u;
         for (std::size_t i = 0; i < sr::max_inline; ++i) {
             r.inline_data[i] = static_cast<std::byte>(i * 3);
         }
@@ -197,7 +173,7 @@ sr::send_request send_of(reader& in) {
     }
     const std::uint8_t remote = in.u8();
     r.rkey = key_of(remote, in);
-    r.remote_va = start_of(r.rkey) + static_cast<std::uint64_t>(static_cast<std::int16_t>(in.u16()));
+    r.remote_va = start_of(r.rkey) + static_cast<std::uint64_t>(static_cast<std::int16_t>(in.u16_be()));
     return r;
 }
 
@@ -230,7 +206,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             s.deliver(last, seal_of(op >> 3));
             break;
         case 3: {
-            const auto raw = in.take(in.u16() % (sr::frame_capacity + 1));
+            const auto raw = in.take(in.u16_be() % (sr::frame_capacity + 1));
             last.assign(raw.begin(), raw.end());
             s.deliver(last, seal_of(op >> 3));
             break;

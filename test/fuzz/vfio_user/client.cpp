@@ -36,7 +36,9 @@
 #include "driver/dma_memory.hpp"
 #include "driver/log.hpp"
 #include "driver/vfio_user/client.hpp"
-#include "test/fuzz/vfio_user/reader.hpp"
+#include "test/fuzz/reader.hpp"
+#include "test/fuzz/scratch_dir.hpp"
+#include "test/fuzz/vfio_user/script.hpp"
 #include "transport/vfio_user/socket.hpp"
 
 namespace {
@@ -46,6 +48,8 @@ namespace tr = rig::vfio_user::transport;
 namespace drv = rig::driver;
 using namespace std::chrono_literals;
 using abi::command;
+using rig::fuzz::one_of;
+using rig::fuzz::put;
 using rig::fuzz::reader;
 using rig::fuzz::require;
 
@@ -75,19 +79,6 @@ struct world {
 world& the_world() {
     static world w;
     return w;
-}
-
-template <class T>
-void put(std::vector<std::byte>& out, const T& v) {
-    const std::size_t at = out.size();
-    out.resize(at + sizeof(T));
-    std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
-// The first of `usual` when the bytes have run out (they read as zeros), another, or any.
-std::uint32_t one_of(reader& r, std::initializer_list<std::uint32_t> usual) {
-    const unsigned i = r.pick(static_cast<unsigned>(usual.size() + 1));
-    return i < usual.size() ? usual.begin()[i] : r.u32();
 }
 
 // A change one time in n, never once the bytes have run out: a script's tail is a right server.
@@ -311,7 +302,7 @@ std::vector<std::byte> server_script::version_payload(bool& agrees) {
         return p;
     }
     if (mode == 2) {
-        json = _r.text(200);
+        json = _r.sized_text(200);
     } else {
         json = "{\"capabilities\":{\"max_msg_fds\":" + std::to_string(one_of(_r, {8, 1, 0, 4})) +
                ",\"max_data_xfer_size\":" + std::to_string(one_of(_r, {1048576, 4096, 64, 1, 0})) +

@@ -36,7 +36,9 @@
 #include "abi/vfio_user/protocol.hpp"
 #include "sim/vfio_user/log.hpp"
 #include "sim/vfio_user/server.hpp"
-#include "test/fuzz/vfio_user/reader.hpp"
+#include "test/fuzz/reader.hpp"
+#include "test/fuzz/scratch_dir.hpp"
+#include "test/fuzz/vfio_user/script.hpp"
 #include "test/unit/vfio_user/test_device.hpp"
 #include "transport/vfio_user/socket.hpp"
 
@@ -47,6 +49,8 @@ namespace vu = rig::sim::vfio_user;
 namespace tr = rig::vfio_user::transport;
 namespace reg = rig::test::reg;
 using namespace std::chrono_literals;
+using rig::fuzz::one_of;
+using rig::fuzz::put;
 using rig::fuzz::reader;
 using rig::fuzz::require;
 using abi::command;
@@ -195,18 +199,6 @@ struct request {
     std::uint8_t inband = 0;    // how we answer the server's DMA_READ/WRITE meanwhile
 };
 
-template <class T>
-void put(std::vector<std::byte>& out, const T& v) {
-    const std::size_t at = out.size();
-    out.resize(at + sizeof(T));
-    std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
-std::uint32_t one_of(reader& r, std::initializer_list<std::uint32_t> usual) {
-    const unsigned i = r.pick(static_cast<unsigned>(usual.size() + 1));
-    return i < usual.size() ? usual.begin()[i] : r.u32();
-}
-
 // VERSION's payload: the version, then (maybe) capability JSON: ours with chosen values, or text.
 void version_payload(reader& r, request& q) {
     const std::uint16_t major = r.pick(8) == 0 ? r.u16() : abi::version_major;
@@ -229,7 +221,7 @@ void version_payload(reader& r, request& q) {
         }
         break;
     }
-    default: json = r.text(200); break;
+    default: json = r.sized_text(200); break;
     }
     const bool terminated = r.pick(8) != 0;
     const auto b = std::as_bytes(std::span(json.data(), json.size() + (terminated ? 1 : 0)));
@@ -325,7 +317,7 @@ request next_request(reader& r, const world& w, std::uint16_t id) {
     case 8: cmd = command::dma_map; dma_map_payload(r, q, w); break;
     case 9: cmd = command::dma_unmap; dma_unmap_payload(r, q); break;
     case 10: cmd = command::device_reset; break;
-    default: cmd = static_cast<command>(r.u16()); q.payload = r.bytes(64); break;
+    default: cmd = static_cast<command>(r.u16()); q.payload = r.sized_bytes(64); break;
     }
     if (r.pick(16) == 0 && q.payload.size() > 0) {
         q.payload.resize(r.u8() % q.payload.size());   // too short for its command
