@@ -13,6 +13,9 @@ using proto::psn_diff;
 
 namespace {
 
+// The most a RETH may ask for (IBA C9-94; rxe_resp.c rxe_resp_check_length).
+constexpr std::uint32_t max_dma_length = std::uint32_t{1} << 31;
+
 struct request_kind {
     enum { send, write, read, other } what;
     bool first;
@@ -67,7 +70,7 @@ void rc_qp::on_request(const proto::decoded& packet) noexcept {
             // right executed none, so a "duplicate" is forged or stale and is dropped (Linux rxe's
             // duplicate_request answers only a READ it holds a resource for). Without this, a READ
             // sent with a PSN just below the expected one read what the queue pair refuses to let read.
-            if ((_remote_rights & access_remote_read) != 0 &&
+            if ((_remote_rights & access_remote_read) != 0 && packet.bth.dma_length <= max_dma_length &&
                 (packet.bth.dma_length == 0 ||
                  _mem.check(packet.bth.rkey, _config.pd, packet.bth.va, packet.bth.dma_length, access_remote_read) ==
                      mem_status::ok)) {
@@ -112,6 +115,12 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
     }
     // Length (rxe: check_length): FIRST and MIDDLE carry exactly an MTU, LAST and ONLY at most one.
     if (size > _path.mtu || (!k.last && size != _path.mtu)) {
+        responder_fails(proto::nak_code::invalid_request, psn, completion_status::success);
+        return;
+    }
+    // DMA length (IBA C9-94; rxe_resp.c rxe_resp_check_length): a RETH asks for at most 2^31
+    // bytes, checked before its R_Key. Found by test/fuzz/roce.
+    if (k.first && k.what != request_kind::send && packet.bth.dma_length > max_dma_length) {
         responder_fails(proto::nak_code::invalid_request, psn, completion_status::success);
         return;
     }

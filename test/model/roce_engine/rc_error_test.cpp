@@ -255,40 +255,39 @@ TEST_CASE("a queue pair without remote write or remote read enabled answers thos
 // Found by test/fuzz/roce (roce-frame, corpus crash-dup-read-no-right): a READ request whose PSN
 // lies just before the expected one was answered as a duplicate by a queue pair that takes no
 // READ at all, handing out the region's bytes.
-TEST_CASE("a queue pair without remote read answers no READ request sent as a duplicate and NAKs one at the expected PSN") {
+namespace {
+
+// One queue pair in RTS (expected PSN 100) whose peer is another host behind an uplink: the test
+// writes the peer's requests as frames and reads what the queue pair answers.
+struct lone_qp {
     sr::wire w;
-    function f(w, 1, 3 * mib);
-    planned(f);
-    auto& q = f.make_qp(0x101);
-    auto outside = w.attach_uplink();   // another host, where the queue pair's peer lives
-    const sr::mac_address peer_mac{std::byte{2}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0x99}};
-    rig::roce::gid peer_gid = f.gid;
-    peer_gid[15] = std::byte{0x99};
-    q.to_init(sr::access_remote_write);
-    sr::path path;
-    path.dest_qpn = 0x202;
-    path.dest_mac = peer_mac;
-    path.dest_gid = peer_gid;
-    path.rq_psn = 100;
-    q.to_rtr(path);
-    q.to_rts({});
+    function f{w, 1, 3 * mib};
+    sr::rc_qp& q;
+    std::unique_ptr<sr::port> outside;
     rig::roce::route route;
-    route.src_mac = peer_mac;
-    route.dst_mac = f.port->mac();
-    route.src_gid = peer_gid;
-    route.dst_gid = f.gid;
-    rig::roce::transport read;
-    read.op = rig::roce::opcode::read_request;
-    read.dest_qp = q.qpn();
-    read.va = function::va(dst);
-    read.rkey = rkey;
-    read.dma_length = 64;
-    // what the queue pair sends back for a READ at `psn`: the opcodes and AETH syndromes
-    auto answers_to = [&](std::uint32_t psn) {
-        read.psn = psn;
+
+    explicit lone_qp(std::uint8_t remote_rights) : q((planned(f), f.make_qp(0x101))), outside(w.attach_uplink()) {
+        const sr::mac_address peer_mac{std::byte{2}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0x99}};
+        rig::roce::gid peer_gid = f.gid;
+        peer_gid[15] = std::byte{0x99};
+        q.to_init(remote_rights);
+        sr::path path;
+        path.dest_qpn = 0x202;
+        path.dest_mac = peer_mac;
+        path.dest_gid = peer_gid;
+        path.rq_psn = 100;
+        q.to_rtr(path);
+        q.to_rts({});
+        route.src_mac = peer_mac;
+        route.dst_mac = f.port->mac();
+        route.src_gid = peer_gid;
+        route.dst_gid = f.gid;
+    }
+    // What the queue pair sends back for `request`: the opcodes and AETH syndromes.
+    std::vector<std::pair<rig::roce::opcode, std::uint8_t>> answers_to(const rig::roce::transport& request) {
         sr::frame* fr = outside->allocate();
         REQUIRE(fr != nullptr);
-        fr->size = static_cast<std::uint32_t>(rig::roce::encode(route, read, {}, fr->bytes));
+        fr->size = static_cast<std::uint32_t>(rig::roce::encode(route, request, {}, fr->bytes));
         const auto now = clock::now();
         outside->transmit(fr, now);
         f.eng->poll(now);
@@ -301,17 +300,49 @@ TEST_CASE("a queue pair without remote read answers no READ request sent as a du
             outside->release(back);
         }
         return out;
-    };
-    CHECK(answers_to(99).empty());   // before the expected PSN: a duplicate, but of no READ executed
-    CHECK(q.counters().duplicates_received == 1);
-    CHECK(q.state() == sr::qp_state::rts);
-    const auto nak = answers_to(100);
-    const auto invalid_request = rig::roce::syndrome(rig::roce::ack_kind::nak,
-                                                     static_cast<std::uint8_t>(rig::roce::nak_code::invalid_request));
+    }
+    rig::roce::transport request(rig::roce::opcode op, std::uint32_t psn, std::uint32_t dma_length) const {
+        rig::roce::transport t;
+        t.op = op;
+        t.dest_qp = q.qpn();
+        t.va = function::va(dst);
+        t.rkey = rkey;
+        t.dma_length = dma_length;
+        t.psn = psn;
+        return t;
+    }
+};
+
+const auto invalid_request_nak =
+    rig::roce::syndrome(rig::roce::ack_kind::nak, static_cast<std::uint8_t>(rig::roce::nak_code::invalid_request));
+
+}  // namespace
+
+TEST_CASE("a queue pair without remote read answers no READ request sent as a duplicate and NAKs one at the expected PSN") {
+    lone_qp l(sr::access_remote_write);
+    // before the expected PSN: a duplicate, but of no READ executed
+    CHECK(l.answers_to(l.request(rig::roce::opcode::read_request, 99, 64)).empty());
+    CHECK(l.q.counters().duplicates_received == 1);
+    CHECK(l.q.state() == sr::qp_state::rts);
+    const auto nak = l.answers_to(l.request(rig::roce::opcode::read_request, 100, 64));
     REQUIRE(nak.size() == 1);
     CHECK(nak[0].first == rig::roce::opcode::acknowledge);
-    CHECK(nak[0].second == invalid_request);
-    CHECK(q.state() == sr::qp_state::error);
+    CHECK(nak[0].second == invalid_request_nak);
+    CHECK(l.q.state() == sr::qp_state::error);
+}
+
+// Found by test/fuzz/roce (roce-frame, corpus crash-dma-length-over-2g): a READ asking for more
+// than 2^31 bytes was taken as far as its R_Key check, its response PSNs spanning more than half
+// the PSN space. IBA C9-94 (rxe_resp.c rxe_resp_check_length): NAK invalid request, before the key.
+TEST_CASE("a READ or WRITE whose DMA length is over 2^31 is NAKed invalid request, its R_Key unchecked") {
+    for (const auto op : {rig::roce::opcode::read_request, rig::roce::opcode::write_only}) {
+        lone_qp l(sr::access_remote_write | sr::access_remote_read);
+        const auto nak = l.answers_to(l.request(op, 100, (1u << 31) + 1));
+        REQUIRE(nak.size() == 1);
+        CHECK(nak[0].first == rig::roce::opcode::acknowledge);
+        CHECK(nak[0].second == invalid_request_nak);
+        CHECK(l.q.state() == sr::qp_state::error);
+    }
 }
 
 // Found by test/fuzz/roce (roce-frame, corpus crash-zero-length-rkey): zero-length RDMA
