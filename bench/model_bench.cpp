@@ -54,30 +54,17 @@
 #include "sim/mlx5/function_model.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/vfio_user/server.hpp"
+#include "bench/served_models.hpp"
 
 namespace {
 
 using clk = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-[[noreturn]] void die(const std::string& why) {
-    std::fprintf(stderr, "model-bench: %s\n", why.c_str());
-    std::fflush(stderr);
-    std::_Exit(1);
-}
-
-template <class T>
-T value(rig::result<T> r, const char* what) {
-    if (!r) {
-        die(std::string(what) + ": " + r.error().message);
-    }
-    return std::move(*r);
-}
-void ok(const rig::result<void>& r, const char* what) {
-    if (!r) {
-        die(std::string(what) + ": " + r.error().message);
-    }
-}
+using rig::bench::die;
+using rig::bench::ok;
+using rig::bench::served;
+using rig::bench::value;
 
 struct options {
     double seconds = 3.0;       // per throughput figure
@@ -129,87 +116,6 @@ options parse(int argc, char** argv) {
     }
     return o;
 }
-
-// ---- the model, served by this process ------------------------------------------------------------
-
-// The family of function k in a block: "mlx5", "bnxt", or for "mixed" mlx5 (k even) and bnxt (k odd).
-std::string function_family(const std::string& block, int k) {
-    return block != "mixed" ? block : k % 2 == 0 ? "mlx5" : "bnxt";
-}
-
-struct served {
-    std::string family;   // the block's: mlx5, bnxt, mixed
-    std::string dir;
-    rig::sim::roce::wire wire;
-    std::vector<std::unique_ptr<rig::sim::mlx5::function_model>> mlx5;   // by function; null when bnxt
-    std::vector<std::unique_ptr<rig::sim::bnxt::function_model>> bnxt;   // by function; null when mlx5
-    std::vector<std::unique_ptr<rig::sim::vfio_user::server>> servers;
-
-    served(const std::string& block, int functions) : family(block) {
-        char tmpl[] = "/tmp/rig-model-bench-XXXXXX";
-        if (::mkdtemp(tmpl) == nullptr) {
-            die("mkdtemp");
-        }
-        dir = tmpl;
-        for (int k = 0; k < functions; ++k) {
-            rig::sim::vfio_user::device* d = nullptr;
-            if (family_of(k) == "mlx5") {
-                rig::sim::mlx5::function_options o;
-                o.init_time = 1ms;
-                o.function_index = static_cast<std::uint16_t>(k);
-                mlx5.push_back(std::make_unique<rig::sim::mlx5::function_model>(o));
-                bnxt.push_back(nullptr);
-                d = mlx5.back().get();
-            } else {
-                rig::sim::bnxt::function_options o;
-                o.function_index = static_cast<std::uint16_t>(k);
-                o.firmware.mac = {0x02, 0x52, 0x49, 0x47, 0x42, static_cast<std::uint8_t>(k)};   // as rig-nicsim's
-                bnxt.push_back(std::make_unique<rig::sim::bnxt::function_model>(o));
-                mlx5.push_back(nullptr);
-                d = bnxt.back().get();
-            }
-            auto s = rig::sim::vfio_user::server::create(socket(k), *d);
-            if (!s) {
-                die("serving " + socket(k) + ": " + s.error());
-            }
-            servers.push_back(std::move(*s));
-            if (mlx5.back()) {
-                mlx5.back()->attach(*servers.back());
-                servers.back()->start();
-                mlx5.back()->attach_wire(wire);
-            } else {
-                bnxt.back()->attach(*servers.back());
-                servers.back()->start();
-                bnxt.back()->attach_wire(wire);
-            }
-        }
-    }
-    ~served() {
-        for (auto& s : servers) {
-            s->stop();
-        }
-        servers.clear();
-        mlx5.clear();
-        bnxt.clear();
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
-    // data-path passes of every function so far (datapath.hpp counters)
-    std::uint64_t passes() const {
-        std::uint64_t n = 0;
-        for (std::size_t k = 0; k < mlx5.size(); ++k) {
-            if (mlx5[k] && mlx5[k]->data_path() != nullptr) {
-                n += mlx5[k]->data_path()->passes();
-            } else if (bnxt[k] && bnxt[k]->data_path() != nullptr) {
-                n += bnxt[k]->data_path()->passes();
-            }
-        }
-        return n;
-    }
-    std::string family_of(int k) const { return function_family(family, k); }
-    std::string socket(int k) const { return dir + "/" + family_of(k) + "-" + std::to_string(k) + ".sock"; }
-    std::string where(int k) const { return "vfio-user:" + socket(k); }
-};
 
 // CPU seconds (user + system) of each thread of this process, by thread id, with its name.
 struct thread_cpu {
@@ -678,6 +584,7 @@ void print_summary(const std::vector<figures>& all) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    rig::bench::program = "model-bench";
     const options o = parse(argc, argv);
     const bool want_latency = o.only.empty() || o.only == "latency";
     // every block's latency children, forked before any thread starts

@@ -35,6 +35,7 @@ namespace rig::detail {
 
 struct region_state;
 struct qp_state;
+struct group_state;
 
 // What the family's event thread tells the NIC (beside the user's nic_options hooks, which the
 // family calls itself: completion before the NIC's, the others after).
@@ -63,9 +64,19 @@ public:
     virtual result<void> deregister_memory(region_state& r) = 0;
 
     // Creates the queue pair's firmware objects with rings of 2^log_ring entries, and fills
-    // s.number, s.send_cq, s.receive_cq, s.family and s.path. Refused: gives back what it took
-    // (but what a firmware that stopped answering may name).
-    virtual result<void> make_qp(qp_state& s, std::uint8_t log_ring) = 0;
+    // s.number, s.send_cq, s.receive_cq, s.family and s.path. With a group, both rings complete
+    // to the group's CQ (no CQ of its own). Refused: gives back what it took (but what a
+    // firmware that stopped answering may name).
+    virtual result<void> make_qp(qp_state& s, std::uint8_t log_ring, const group_state* group) = 0;
+    // A completion group's CQ of g.entries CQEs and its EQ on a free MSI-X vector: fills g.cq,
+    // g.entries (as created), g.vector, g.event_fd, g.family and g.path. Refused: gives back what
+    // it took.
+    virtual result<void> make_group(group_state& g) = 0;
+    // Destroys the group's CQ, then its EQ (no queue pair names the CQ any more), and frees its
+    // vector. Refused while the firmware answers: kept until close.
+    virtual result<void> release_group(group_state& g) = 0;
+    // The largest CQ the NIC makes, log2.
+    virtual std::uint8_t log_max_cq() const = 0;
     // The connect steps (DESIGN.md §2 connect: ack timeout 14, retry 7, RNR retry 7).
     virtual result<void> to_reset(qp_state& s) = 0;
     virtual result<void> reset_to_init(qp_state& s) = 0;  // remote read and write allowed

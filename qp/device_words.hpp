@@ -4,10 +4,15 @@
 // split, merge or drop (volatile, naturally aligned). A doorbell must reach the device as one
 // 8-byte write (mlx5: reference/mlx5.md §4.1 "use 8-byte doorbells"; bnxt: the kernel's writeq
 // in qplib_res.h bnxt_qplib_ring_db). Ordering is the caller's business (abi/barriers.hpp).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
+
+#include "driver/function.hpp"
 
 namespace rig::qp {
 
@@ -15,6 +20,35 @@ namespace rig::qp {
 inline void store_register(std::byte* reg, std::uint64_t bytes) noexcept {
     *reinterpret_cast<volatile std::uint64_t*>(reg) = bytes;
 }
+
+// A register of the rare paths (an event queue's re-arm, a completion group's NQ doorbells),
+// reached by a store into its mapped BAR page, or by the PCI layer's region write where the back
+// end does not map that page (the model traps it so that it sees every store in order: sim/mlx5's
+// trapped UAR page, sim/bnxt's privileged doorbell page). Never on a data path's hot path.
+struct register_port {
+    std::byte* mapped = nullptr;        // the register in a mapped page, or null
+    driver::function* fn = nullptr;     // else: a region write through it
+    driver::region bar = driver::region::bar0;
+    std::uint64_t offset = 0;           // the register's offset in the BAR
+
+    // `bytes` (4 or 8) as the register must receive them, in memory order; false when the
+    // region write was refused (the function is gone).
+    bool store(std::span<const std::byte> bytes) const noexcept {
+        if (mapped != nullptr) {
+            if (bytes.size() == 8) {
+                std::uint64_t v = 0;
+                std::memcpy(&v, bytes.data(), 8);
+                store_register(mapped, v);
+            } else {
+                std::uint32_t v = 0;
+                std::memcpy(&v, bytes.data(), 4);
+                std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(mapped)).store(v, std::memory_order_relaxed);
+            }
+            return true;
+        }
+        return fn != nullptr && fn->region_write(bar, offset, bytes).has_value();
+    }
+};
 
 // Misuse check for the places given to a queue: aligned, not null.
 inline void check_aligned(const void* p, std::size_t align, const char* what) {

@@ -3,6 +3,7 @@
 #include "qp/nic.hpp"
 
 #include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
+#include "qp/group_state.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -110,6 +111,9 @@ void nic::on_qp_failure(std::uint32_t qpn, std::uint8_t code) {
         std::lock_guard g(_event_lock);
         if (auto it = _by_qpn.find(qpn); it != _by_qpn.end()) {
             it->second->nic_event.store(code, std::memory_order_relaxed);
+            if (detail::group_state* group = it->second->group) {
+                wake_group(*group);
+            }
         }
     }
     {
@@ -136,6 +140,12 @@ void nic::on_completion(std::uint32_t cqn) {
 
 void nic::on_fatal() {
     _machine_failed.store(true, std::memory_order_relaxed);
+    {
+        std::lock_guard g(_event_lock);
+        for (detail::group_state* group : _live_groups) {
+            wake_group(*group);
+        }
+    }
     {
         std::lock_guard w(_wake_lock);
     }
@@ -197,16 +207,29 @@ result<queue_pair> nic::make_qp() {
     if (_closed) {
         misuse("make_qp: the NIC is closed");
     }
-    auto s = std::make_unique<detail::qp_state>();
-    if (auto r = _control->make_qp(*s, _log_ring); !r) {
+    return add_qp(std::make_unique<detail::qp_state>(), _log_ring, nullptr);
+}
+
+// The queue pair's firmware objects, then its place in the NIC's maps (and its group's). Lock held.
+result<queue_pair> nic::add_qp(std::unique_ptr<detail::qp_state> s, std::uint8_t log_ring, detail::group_state* group) {
+    if (auto r = _control->make_qp(*s, log_ring, group); !r) {
         return std::unexpected(detail::named("make_qp", std::move(r.error())));
     }
     s->psn = static_cast<std::uint32_t>(_random()) & 0xffffff;
+    s->group = group;
     {
         std::lock_guard e(_event_lock);
         _by_qpn[s->number] = s.get();
-        _events_by_cqn[s->send_cq] = &s->send_events;
-        _events_by_cqn[s->receive_cq] = &s->receive_events;
+        if (group == nullptr) {
+            _events_by_cqn[s->send_cq] = &s->send_events;
+            _events_by_cqn[s->receive_cq] = &s->receive_events;
+        }
+    }
+    if (group != nullptr) {
+        std::lock_guard m(group->lock);
+        group->members[s->group_key] = s.get();
+        group->reserved += detail::on_path(*s, [](const auto& p) { return p.entries(true).slots() + p.entries(false).slots(); });
+        group->ready.reserve(2 * group->members.size());
     }
     _qps.push_back(std::move(s));
     return queue_pair(this, _qps.back().get());
@@ -289,6 +312,18 @@ result<void> nic::release_qp(detail::qp_state& s) {
             return entry.second == &s.send_events || entry.second == &s.receive_events;
         });
     }
+    if (detail::group_state* group = s.group) {
+        // Its completions still in the group's CQ are passed over from now on (stray).
+        std::lock_guard m(group->lock);
+        for (auto& waiting : group->ready) {
+            if (waiting.first == &s) {
+                waiting.first = nullptr;  // its results are no one's now
+            }
+        }
+        if (group->members.erase(s.group_key) != 0) {
+            group->reserved -= detail::on_path(s, [](const auto& p) { return p.entries(true).slots() + p.entries(false).slots(); });
+        }
+    }
     if (auto r = _control->release_qp(s); !r) {
         return std::unexpected(detail::named("destroy", std::move(r.error())));
     }
@@ -318,6 +353,12 @@ result<void> nic::close() {
             s->destroyed = true;
             s->connected = false;
             keep(release_qp(*s));
+        }
+        for (auto& group : _groups) {
+            if (!group->destroyed) {
+                group->destroyed = true;
+                keep(release_group(*group));
+            }
         }
         for (auto& s : _regions) {
             if (s->registered) {

@@ -37,6 +37,7 @@
 #include "driver/function.hpp"
 #include "qp/endpoint.hpp"
 #include "qp/error.hpp"
+#include "qp/group.hpp"
 #include "qp/info.hpp"
 #include "qp/qp.hpp"
 #include "qp/region.hpp"
@@ -46,6 +47,7 @@ namespace rig {
 namespace detail {
 struct region_state;
 struct qp_state;
+struct group_state;
 class control_plane;
 }  // namespace detail
 
@@ -83,6 +85,9 @@ struct nic_options {
     // queue_pair::wait sleeps on the CQ's completion event, looking again at least this often
     // (a lost event costs one look, never the whole bound).
     std::chrono::milliseconds wait_look_interval{10};
+    // MSI-X vectors kept for completion groups' event queues (one each; vector 0 is the NIC's
+    // own), capped by what the function offers: at most this many groups at once.
+    std::uint32_t completion_vectors = 8;
 };
 
 class nic {
@@ -102,6 +107,14 @@ public:
 
     // An unconnected queue pair whose sends start at a random PSN. Misuse: the NIC closed.
     result<queue_pair> make_qp();
+    // The same, both rings completing to group `g` (its rings of g's log_ring_entries). Misuse:
+    // the NIC closed, `g` destroyed or of another NIC, or no room left in g's CQ for the new
+    // rings' entries (its entries() against the rings of its queue pairs).
+    result<queue_pair> make_qp(completion_group& g);
+    // A completion group (qp/group.hpp): a CQ and an EQ on a free MSI-X vector. Error when the
+    // firmware refuses, or no vector is free (nic_options::completion_vectors). Misuse: the NIC
+    // closed, entries 0 or over the NIC's largest CQ.
+    result<completion_group> make_group(const group_options& options = {});
 
     result<void> close();
     bool closed() const;
@@ -122,6 +135,7 @@ public:
 private:
     friend class region;
     friend class queue_pair;
+    friend class completion_group;
     nic();
     result<void> start(std::string_view where, const nic_options& options);
     result<region> add_region(driver::dma_memory memory, access a, const char* call);
@@ -129,6 +143,12 @@ private:
     result<void> connect(detail::qp_state& s, const endpoint& e, std::uint32_t path_mtu_bytes);
     result<void> destroy(detail::qp_state& s);
     result<qp_info> query(const detail::qp_state& s);
+    result<queue_pair> add_qp(std::unique_ptr<detail::qp_state> s, std::uint8_t log_ring, detail::group_state* g);
+    result<void> destroy(detail::group_state& g);
+    // The group's CQ and EQ destroyed. Lock held.
+    result<void> release_group(detail::group_state& g);
+    // Wakes the group's sleepers (its eventfd) and has its next poll take in failures.
+    void wake_group(detail::group_state& g);
     // Destroys what the firmware still holds of a queue pair. Lock held.
     result<void> release_qp(detail::qp_state& s);
     // The region's key destroyed, its memory unmapped and freed; stranded when the firmware may
@@ -158,6 +178,8 @@ private:
     std::optional<result<void>> _close_result;
     std::list<std::unique_ptr<detail::region_state>> _regions;
     std::list<std::unique_ptr<detail::qp_state>> _qps;
+    std::list<std::unique_ptr<detail::group_state>> _groups;
+    std::vector<detail::group_state*> _live_groups;  // under _event_lock: the groups on_fatal wakes
     // The event thread's view: never held while a command runs (a command may wait on that
     // thread), so the handler cannot deadlock against a control call.
     std::mutex _event_lock;

@@ -28,8 +28,11 @@ void check_length(std::size_t n, const char* call) {
     }
 }
 
+}  // namespace
+
+namespace detail {
 // An entry's error as the API's error. Only on a failure: the message is built here.
-[[gnu::cold]] error entry_failure(side s, const qp::entry_error& e) {
+error entry_failure(side s, const qp::entry_error& e) {
     std::string m = s == side::send ? "send ring entry" : "receive ring entry";
     m += e.flushed ? " flushed, the queue pair had failed: " : " failed: ";
     m += e.what;
@@ -42,7 +45,7 @@ void check_length(std::size_t n, const char* call) {
     return out;
 }
 
-}  // namespace
+}  // namespace detail
 
 // ---- state and checks ---------------------------------------------------------------------------
 // Always inlined into the post calls: with two families' data paths behind on_path, g++ stopped
@@ -119,29 +122,30 @@ result<qp_info> queue_pair::query() const {
     }
 }
 
-void queue_pair::post_send(const region& r, std::size_t at, std::size_t n) {
+void queue_pair::post_send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
     detail::qp_state& s = ready("send");
     check_local(r, at, n, "send");
     const detail::region_state& m = *r._state;
-    detail::on_path(s, [&](auto& p) { p.post_send(m.iova + at, n, m.key); });
+    detail::on_path(s, [&](auto& p) { p.post_send(m.iova + at, n, m.key, tag); });
 }
 
-void queue_pair::post_receive(const region& r, std::size_t at, std::size_t n) {
+void queue_pair::post_receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
     detail::qp_state& s = ready("receive");
     check_local(r, at, n, "receive");
     const detail::region_state& m = *r._state;
-    detail::on_path(s, [&](auto& p) { p.post_receive(m.iova + at, n, m.key); });
+    detail::on_path(s, [&](auto& p) { p.post_receive(m.iova + at, n, m.key, tag); });
 }
 
-void queue_pair::post_write(const region& r, std::size_t at, std::size_t n, const remote& to) {
+void queue_pair::post_write(const region& r, std::size_t at, std::size_t n, const remote& to,
+                            std::uint64_t tag) {
     detail::qp_state& s = ready("write");
     check_local(r, at, n, "write");
     check_remote(to, "write");
     const detail::region_state& m = *r._state;
-    detail::on_path(s, [&](auto& p) { p.post_write(m.iova + at, n, m.key, to); });
+    detail::on_path(s, [&](auto& p) { p.post_write(m.iova + at, n, m.key, to, tag); });
 }
 
-void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remote& to) {
+void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag) {
     detail::qp_state& s = ready("write_inline");
     detail::on_path(s, [&](auto& p) {
         using path = std::remove_cvref_t<decltype(p)>;
@@ -150,26 +154,28 @@ void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remot
                    std::to_string(path::max_inline) + " one entry holds");
         }
         check_remote(to, "write_inline");
-        p.post_write_inline(bytes, to);
+        p.post_write_inline(bytes, to, tag);
     });
 }
 
-void queue_pair::post_read(const remote& from, const region& r, std::size_t at, std::size_t n) {
+void queue_pair::post_read(const remote& from, const region& r, std::size_t at, std::size_t n,
+                           std::uint64_t tag) {
     detail::qp_state& s = ready("read");
     check_local(r, at, n, "read");
     check_remote(from, "read");
     const detail::region_state& m = *r._state;
-    detail::on_path(s, [&](auto& p) { p.post_read(from, m.iova + at, n, m.key); });
+    detail::on_path(s, [&](auto& p) { p.post_read(from, m.iova + at, n, m.key, tag); });
 }
 
-void queue_pair::post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n) {
+void queue_pair::post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
+                           std::uint64_t tag) {
     const detail::qp_state& s = ready("read");
     check_local(src, i, n, "read (source)");
     if (s.peer.gid != _nic->gid() || s.peer.mac != _nic->mac() || !_nic->has_queue_pair(s.peer.qp)) [[unlikely]] {
         misuse("read: the queue pair's peer " + abi::hex(s.peer.qp) + " is not a queue pair of this NIC, which "
                "holds the source region");
     }
-    post_read(src.remote(i), dst, at, n);
+    post_read(src.remote(i), dst, at, n, tag);
 }
 
 std::size_t queue_pair::max_inline() const {
@@ -189,28 +195,29 @@ void ring_checked(detail::qp_state& s, bool send) {
 }
 }  // namespace
 
-void queue_pair::send(const region& r, std::size_t at, std::size_t n) {
-    post_send(r, at, n);
+void queue_pair::send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
+    post_send(r, at, n, tag);
     ring_checked(*_state, true);
 }
-void queue_pair::receive(const region& r, std::size_t at, std::size_t n) {
-    post_receive(r, at, n);
+void queue_pair::receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
+    post_receive(r, at, n, tag);
     ring_checked(*_state, false);
 }
-void queue_pair::write(const region& r, std::size_t at, std::size_t n, const remote& to) {
-    post_write(r, at, n, to);
+void queue_pair::write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag) {
+    post_write(r, at, n, to, tag);
     ring_checked(*_state, true);
 }
-void queue_pair::write_inline(std::span<const std::byte> bytes, const remote& to) {
-    post_write_inline(bytes, to);
+void queue_pair::write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag) {
+    post_write_inline(bytes, to, tag);
     ring_checked(*_state, true);
 }
-void queue_pair::read(const remote& from, const region& r, std::size_t at, std::size_t n) {
-    post_read(from, r, at, n);
+void queue_pair::read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
+    post_read(from, r, at, n, tag);
     ring_checked(*_state, true);
 }
-void queue_pair::read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n) {
-    post_read(src, i, dst, at, n);
+void queue_pair::read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
+                      std::uint64_t tag) {
+    post_read(src, i, dst, at, n, tag);
     ring_checked(*_state, true);
 }
 
@@ -223,6 +230,9 @@ std::uint32_t queue_pair::room(side sd) const {
 
 std::optional<result<std::uint32_t>> queue_pair::poll(side sd) {
     detail::qp_state& s = live("poll");
+    if (s.group != nullptr) [[unlikely]] {
+        misuse("poll: the queue pair completes to a completion group: poll the group");
+    }
     const bool machine_failed = _nic->machine_failed();
     std::optional<qp::entry_result> r = detail::on_path(s, [&](auto& p) {
         p.take_completions(s.nic_event, machine_failed);
@@ -234,11 +244,14 @@ std::optional<result<std::uint32_t>> queue_pair::poll(side sd) {
     if (*r) {
         return result<std::uint32_t>{**r};
     }
-    return result<std::uint32_t>{std::unexpect, entry_failure(sd, r->error())};
+    return result<std::uint32_t>{std::unexpect, detail::entry_failure(sd, r->error())};
 }
 
 std::optional<result<std::uint32_t>> queue_pair::wait(side sd, std::chrono::microseconds bound) {
     detail::qp_state& s = live("wait");
+    if (s.group != nullptr) {
+        misuse("wait: the queue pair completes to a completion group: wait on the group");
+    }
     if (bound.count() < 0) {
         misuse("wait: a negative bound of " + std::to_string(bound.count()) + " us");
     }

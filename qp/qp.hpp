@@ -27,6 +27,7 @@
 #include <optional>
 #include <span>
 
+#include "qp/completion.hpp"
 #include "qp/endpoint.hpp"
 #include "qp/error.hpp"
 #include "qp/info.hpp"
@@ -39,8 +40,6 @@ namespace detail {
 struct qp_state;
 struct bench_access;  // bench/post_bench.cpp: the post path over plain memory, without a NIC
 }
-
-enum class side : std::uint8_t { send, receive };
 
 class queue_pair {
 public:
@@ -78,23 +77,28 @@ public:
     // other MTU.
     result<void> connect(const endpoint& e, std::uint32_t path_mtu_bytes);
 
-    void send(const region& r, std::size_t at, std::size_t n);
-    void receive(const region& r, std::size_t at, std::size_t n);
-    void write(const region& r, std::size_t at, std::size_t n, const remote& to);
-    void write_inline(std::span<const std::byte> bytes, const remote& to);  // at most max_inline() bytes
-    void read(const remote& from, const region& r, std::size_t at, std::size_t n);
+    // `tag` (each post form's last argument): the caller's, handed back with the entry's
+    // completion when the queue pair belongs to a completion group (qp/group.hpp).
+    void send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0);
+    // at most max_inline() bytes
+    void write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0);
+    void read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
     // The seed's read: `n` bytes at offset `i` of region `src` into `dst` at `at`, where `src` is
     // a region of this queue pair's NIC and the queue pair's peer is a queue pair of that NIC
     // (it reads through the peer, which holds `src`'s key). Misuse, besides read's: `src` not of
     // this NIC or deregistered, bytes i..i+n outside `src`, the peer not a queue pair of this NIC.
-    void read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n);
+    void read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
+              std::uint64_t tag = 0);
 
-    void post_send(const region& r, std::size_t at, std::size_t n);
-    void post_receive(const region& r, std::size_t at, std::size_t n);
-    void post_write(const region& r, std::size_t at, std::size_t n, const remote& to);
-    void post_write_inline(std::span<const std::byte> bytes, const remote& to);
-    void post_read(const remote& from, const region& r, std::size_t at, std::size_t n);
-    void post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n);
+    void post_send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void post_receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void post_write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0);
+    void post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0);
+    void post_read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
+                   std::uint64_t tag = 0);
     void ring(side s);
 
     // The most inline bytes one entry takes on this queue pair's NIC (mlx5 28, bnxt 96: static

@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "qp/completion.hpp"
+
 namespace rig::qp {
 
 // Why an entry failed. `what` names the error (a static string of the family's table).
@@ -40,6 +42,13 @@ struct entry_error {
 // What `poll` gives for one entry: the bytes it moved, or why it failed.
 using entry_result = std::expected<std::uint32_t, entry_error>;
 
+// What the caller said of an entry when posting it: its tag and operation (a completion group
+// hands them back with the entry's result, qp/group.hpp).
+struct entry_label {
+    std::uint64_t tag = 0;
+    rig::operation op = rig::operation::send;
+};
+
 class ring {
 public:
     // `slots` (a power of two) entries of memory, at most `capacity` of them in flight (mlx5 uses
@@ -54,6 +63,7 @@ public:
                                         " outside 1.." + std::to_string(slots));
         }
         bytes_.assign(slots, 0);
+        labels_.assign(slots, entry_label{});
     }
 
     std::uint32_t slots() const noexcept { return mask_ + 1; }
@@ -90,6 +100,14 @@ public:
         bytes_[k & mask_] = bytes;
         posted_ = k + 1;
     }
+
+    // Entry k's tag and operation (k posted, or being posted).
+    void label(std::uint64_t k, std::uint64_t tag, rig::operation op) noexcept { labels_[k & mask_] = {tag, op}; }
+    // The label of entry n, valid while its slot is not posted again (after take(): the entry
+    // just taken is taken() - 1).
+    const entry_label& label_of(std::uint64_t n) const noexcept { return labels_[n & mask_]; }
+    // Whether take() has a result to give now.
+    bool due() const noexcept { return taken_ < completed_ || (failed_ && taken_ < posted_); }
 
     // A batch post's view (send_queue::post_batch): check room for n entries once, record each
     // entry's length through the raw slot array, then commit them all with one store. Entries
@@ -217,6 +235,7 @@ private:
     entry_error own_error_{};                      // its error
     entry_error failure_{};                        // what the others carry (flushed = true)
     std::vector<std::uint32_t> bytes_;             // per slot: the entry's length, then result
+    std::vector<entry_label> labels_;              // per slot: what the caller said of it
 };
 
 }  // namespace rig::qp

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "driver/dma_memory.hpp"
+#include "qp/completion.hpp"
 #include "qp/endpoint.hpp"
 #include "qp/region.hpp"
 
@@ -23,6 +24,8 @@ namespace rig::detail {
 struct family_objects {
     virtual ~family_objects() = default;
 };
+
+struct group_state;  // qp/group_state.hpp
 
 struct region_state {
     driver::dma_memory memory;  // empty once freed, or once stranded by the control plane
@@ -60,9 +63,17 @@ struct qp_state {
     std::atomic<std::uint32_t> receive_events{0};
     std::uint32_t send_events_seen = 0;
     std::uint32_t receive_events_seen = 0;
+    // The completion group both rings complete to (qp/group.hpp), or null: its own CQs; and
+    // what the group's CQEs name it by (mlx5: the QP number; bnxt: the CREATE_QP qp_handle).
+    group_state* group = nullptr;
+    std::uint64_t group_key = 0;
+    // Whether each ring (send, receive) waits in its group's ready list.
+    bool queued[2] = {false, false};
 };
 
 [[noreturn, gnu::cold]] void no_data_path();
+// An entry's error as the API's error (qp.cpp; a completion group's too). Only on a failure.
+[[gnu::cold]] error entry_failure(side s, const qp::entry_error& e);
 
 // `f` on the family's data path of `s`: a compare of the variant's index and a direct call.
 // (A NIC has one family: in a process driving both, each queue pair's branch is predicted.)

@@ -169,6 +169,14 @@ RIG_BNXT_LAYOUT(cq_cutoff, 32, RIG_BNXT_CQ_CUTOFF);
     W(cq_handle_high, std::uint32_t, 12)
 RIG_BNXT_LAYOUT(nq_cn, 16, RIG_BNXT_NQ_CN);
 inline constexpr std::uint8_t NQ_CN_TYPE_CQ_NOTIFICATION = 0x30;
+// Whether NQ entry `consumer` (the unmasked count) of an NQ of `entries` (a power of two) is new:
+// its v bit (byte 8, bit 0) equals the pass's phase, 1 on the first pass and flipped at each wrap
+// (qplib_fp.c bnxt_qplib_service_nq, NQE_CMP_VALID). `v_byte` is byte 8 of the entry.
+inline constexpr bool nqe_is_new(std::byte v_byte, std::uint64_t consumer, std::uint32_t entries) noexcept {
+    const unsigned phase = ((consumer / entries) & 1) == 0 ? 1 : 0;
+    return (std::to_integer<unsigned>(v_byte) & 1u) == phase;
+}
+inline constexpr std::size_t nqe_v_byte = 8;
 
 // ---- the data path's readers ------------------------------------------------------------------
 // The fields a data path reads of a CQE it found new (cqe_is_new, then a read barrier), straight

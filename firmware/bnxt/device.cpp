@@ -310,11 +310,11 @@ result<void> device::func_qcfg(clock::time_point by) {
 
 result<void> device::func_cfg(clock::time_point by) {
     // The RoCE share bnxt_en adds to its reservation (bnxt_get_ulp_msix_num, _stat_ctxs): the
-    // CREQ and one NQ, one statistics context, one VNIC.
+    // CREQ and one NQ (and the completion vectors asked for), one statistics context, one VNIC.
     abi::hwrm_func_cfg_input in;
     in.enables = abi::FUNC_CFG_REQ_ENABLES_NUM_MSIX | abi::FUNC_CFG_REQ_ENABLES_NUM_STAT_CTXS |
                  abi::FUNC_CFG_REQ_ENABLES_NUM_VNICS;
-    in.num_msix = 2;
+    in.num_msix = static_cast<std::uint16_t>(2 + _options.completion_vectors);
     in.num_stat_ctxs = 1;
     in.num_vnics = 1;
     auto r = _hwrm->send<abi::hwrm_func_reset_output>(in, by);
@@ -473,7 +473,8 @@ result<void> device::roce_step(bring_up_step s, clock::time_point by) {
         if (_options.rcfw_events) {
             // MSI-X up to the CREQ's and the NQ's vectors; the CREQ's eventfd wakes the channel's
             // waiters until the event thread takes it over (READY)
-            const std::uint32_t vectors = std::uint32_t{std::max(_options.creq_msix, _options.nq_msix)} + 1;
+            const std::uint32_t vectors =
+                std::uint32_t{std::max(_options.creq_msix, _options.nq_msix)} + 1 + _options.completion_vectors;
             auto fds = _fn.enable_irqs(driver::irq_kind::msix, vectors);
             if (!fds || fds->size() < vectors) {
                 return std::unexpected(plain_error(error_kind::transport, "MSI-X for the CREQ and the NQ: " +
@@ -739,10 +740,7 @@ void device::free_ring(teardown_step s, std::optional<std::uint16_t>& id, driver
                        std::uint64_t iova, const std::string& what, std::optional<error>& first) {
     bool freed = !id.has_value();
     if (id && !dead()) {
-        abi::hwrm_ring_free_input in;
-        in.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
-        in.ring_id = *id;
-        auto r = _hwrm->send<abi::hwrm_func_reset_output>(in, clock::now() + _options.timeouts.teardown_step);
+        auto r = ring_free(*id, clock::now() + _options.timeouts.teardown_step);
         freed = r.has_value();
         if (!r && !first) {
             first = with_prefix(std::move(r.error()), "teardown step " + std::string(to_string(s)) + ": ");
@@ -758,6 +756,58 @@ void device::free_ring(teardown_step s, std::optional<std::uint16_t>& id, driver
         }
     }
     id.reset();
+}
+
+result<void> device::ring_free(std::uint16_t id, clock::time_point by) {
+    abi::hwrm_ring_free_input in;
+    in.ring_type = abi::RING_ALLOC_REQ_RING_TYPE_NQ;
+    in.ring_id = id;
+    auto r = _hwrm->send<abi::hwrm_func_reset_output>(in, by);
+    return r ? result<void>{} : std::unexpected(std::move(r.error()));
+}
+
+// ---- NQs of their own (a completion group's) ----------------------------------------------------
+
+result<device::notification_queue> device::make_nq(std::uint32_t entries, std::uint16_t msix, clock::time_point by) {
+    if (entries < 256 || entries > 65536 || (entries & (entries - 1)) != 0) {
+        throw std::invalid_argument("bnxt device: an NQ of " + std::to_string(entries) +
+                                    " entries (a power of two, 256..65536)");
+    }
+    if (dead()) {
+        return std::unexpected(plain_error(error_kind::fatal, "the firmware stopped answering"));
+    }
+    notification_queue q;
+    q.entries = entries;
+    q.msix = msix;
+    auto id = alloc_ring(entries, msix, q.memory, q.iova, "group NQ", by);
+    if (!id) {
+        if (q.memory && id.error().kind == error_kind::status) {   // refused: the ring does not exist
+            static_cast<void>(_fn.dma_unmap(q.iova, q.memory.size()));
+        }
+        return std::unexpected(std::move(id.error()));
+    }
+    q.id = *id;
+    return q;
+}
+
+result<void> device::free_nq(notification_queue& q, clock::time_point by) {
+    if (!q.alive()) {
+        return {};
+    }
+    if (!dead()) {
+        auto r = ring_free(q.id, by);
+        if (!r && r.error().kind == error_kind::status) {
+            return r;   // the firmware answered no: the ring and its pages stay
+        }
+        if (r) {
+            static_cast<void>(_fn.dma_unmap(q.iova, q.memory.size()));
+            q.memory = {};
+            return {};
+        }
+    }
+    const std::size_t bytes = q.memory.size();
+    _stranded->keep("group NQ ring " + std::to_string(q.id) + " pages", q.iova, bytes, std::move(q.memory));
+    return dead() ? result<void>{} : std::unexpected(plain_error(error_kind::fatal, "RING_FREE unanswered"));
 }
 
 }  // namespace rig::firmware::bnxt

@@ -146,6 +146,10 @@ struct device_options {
     bool rcfw_events = false;
     std::uint32_t nq_entries = 4096;     // the RoCE NQ's 16-byte entries, a power of two, 256..65536
     std::uint16_t nq_msix = 1;           // the NQ's MSI-X vector (FUNC_CFG reserves 2: CREQ and NQ)
+    // MSI-X vectors beyond the CREQ's and the NQ's, reserved by FUNC_CFG and enabled with them
+    // (rcfw_events), for NQs of their own (make_nq: a completion group's, qp/group.hpp), as
+    // bnxt_re keeps an NQ per vector (bnxt_re_alloc_res, one per MSI-X entry bnxt_en gives it).
+    std::uint32_t completion_vectors = 0;
     event_handlers events;               // what the event thread (and the CREQ) report
     std::chrono::milliseconds health_interval{1000};   // the event thread's health look
 };
@@ -208,6 +212,25 @@ public:
     std::uint64_t nq_iova() const noexcept { return _nq_iova; }
     std::uint32_t nq_entries() const noexcept { return _options.nq_entries; }
     std::byte* nq_memory() const noexcept { return _nq.data(); }
+    // The MSI-X vectors enabled (rcfw_events), and vector k's eventfd (the function owns it).
+    std::uint32_t vectors() const noexcept { return static_cast<std::uint32_t>(_irq_fds.size()); }
+    int vector_fd(std::uint32_t k) const { return _irq_fds.at(k); }
+    // Whether vector k is the CREQ's or the NQ's (not one for make_nq).
+    bool own_vector(std::uint32_t k) const noexcept { return k == _options.creq_msix || k == _options.nq_msix; }
+    // An NQ of its own on MSI-X vector `msix` (RING_ALLOC type NQ, as step NQ's): `entries`
+    // 16-byte entries (a power of two, 256..65536), its pages mapped. free_nq: RING_FREE, then
+    // the pages unmapped; refused by the firmware: kept, the queue unchanged; unanswered: the
+    // pages stranded, the queue gone.
+    struct notification_queue {
+        std::uint16_t id = 0;
+        driver::dma_memory memory;   // ring pages, then the PBL page
+        std::uint64_t iova = 0;
+        std::uint32_t entries = 0;
+        std::uint16_t msix = 0;
+        bool alive() const noexcept { return static_cast<bool>(memory); }
+    };
+    result<notification_queue> make_nq(std::uint32_t entries, std::uint16_t msix, clock::time_point by);
+    result<void> free_nq(notification_queue& q, clock::time_point by);
     // The ring FUNC_CFG named async_event_cr (step ASYNC_CR: the NQ); none without it.
     std::optional<std::uint16_t> async_event_ring() const noexcept { return _async_cr; }
     // The event thread (rcfw_events, from READY until teardown); null without it.
@@ -255,6 +278,7 @@ private:
     void undo_roce(std::optional<error>& first);
     void free_ring(teardown_step s, std::optional<std::uint16_t>& id, driver::dma_memory& memory, std::uint64_t iova,
                    const std::string& what, std::optional<error>& first);
+    result<void> ring_free(std::uint16_t id, clock::time_point by);   // RING_FREE of an NQ-type ring
     bool dead() const;
     result<driver::dma_memory> mapped(std::size_t bytes, std::uint64_t& iova, const char* what);
 

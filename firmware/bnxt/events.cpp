@@ -142,9 +142,8 @@ void events::service_nq() {
     bool took = false;
     for (;;) {
         std::byte* e = _nq.memory + (_cons % _nq.entries) * nq_entry_bytes;
-        const unsigned phase = ((_cons / _nq.entries) & 1) == 0 ? 1 : 0;   // NQE_CMP_VALID
-        const auto v = std::atomic_ref<std::byte>(e[8]).load(std::memory_order_acquire);
-        if ((std::to_integer<unsigned>(v) & 1u) != phase) {
+        const auto v = std::atomic_ref<std::byte>(e[abi::nqe_v_byte]).load(std::memory_order_acquire);
+        if (!abi::nqe_is_new(v, _cons, _nq.entries)) {
             break;
         }
         ::rig::abi::barrier::from_device();   // the entry's other bytes after its valid bit

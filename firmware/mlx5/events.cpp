@@ -108,13 +108,20 @@ result<std::unique_ptr<events>> events::start(driver::function& fn, command_queu
     // From here a failure returns through ~events, which stops what was started and disables
     // MSI-X; an EQ already created is destroyed first (below).
 
-    // MSI-X vector 0: the EQ's interrupt (eqc.intr = 0), as rdma-core's cmd_comp_fd (§1.1 step 3).
+    // MSI-X vector 0: the EQ's interrupt (eqc.intr = 0), as rdma-core's cmd_comp_fd (§1.1 step 3);
+    // the vectors after it wait for completion EQs.
     {
-        auto fds = fn.enable_irqs(driver::irq_kind::msix, 1);
+        std::uint32_t vectors = std::max<std::uint32_t>(options.vectors, 1);
+        if (auto info = fn.get_irq_info(driver::irq_kind::msix); info && info->count > 0) {
+            vectors = std::min(vectors, info->count);
+        }
+        auto fds = fn.enable_irqs(driver::irq_kind::msix, vectors);
         if (!fds) {
-            return std::unexpected(events_error(error_kind::transport, "MSI-X vector 0: " + fds.error().message));
+            return std::unexpected(events_error(error_kind::transport, "MSI-X vectors 0.." + std::to_string(vectors - 1) +
+                                                                           ": " + fds.error().message));
         }
         ev->_irq_fd = fds->front();
+        ev->_irq_fds = *fds;
         ev->_irqs_enabled = true;
     }
     ev->_wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -265,7 +272,7 @@ bool events::drain() {
         // with owner 1 and the device writes 0 on the first pass, 1 on the second, ... (§4.7).
         const auto owner = std::to_integer<std::uint32_t>(
             std::atomic_ref<std::byte>(e[owner_byte]).load(std::memory_order_acquire));
-        if ((owner & 1u) != ((_ci >> log_nent) & 1u)) {
+        if (!ifc::eqe_owned_by_software(static_cast<std::uint8_t>(owner), _ci, log_nent)) {
             break;
         }
         barrier::from_device();   // the EQE's body only after its owner byte said it is ours
@@ -431,6 +438,7 @@ result<void> events::stop(stranded_memory& stranded, command_queue::clock::time_
         }
         _irqs_enabled = false;  // the function closed the eventfd either way
         _irq_fd = -1;
+        _irq_fds.clear();
     }
     if (_wake_fd >= 0) {
         ::close(_wake_fd);

@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "driver/function.hpp"
 #include "firmware/mlx5/command_queue.hpp"
@@ -65,6 +66,11 @@ struct event_handlers {
 struct events_options {
     // 2^8 = 256 EQEs: rdma-core's roundup_pow_of_two(32 + MLX5_NUM_SPARE_EQE 0x80).
     std::uint8_t log_eq_size = 8;
+    // MSI-X vectors enabled: 0 is this EQ's, 1.. are left for completion EQs of their own (a
+    // completion group's: qp/group.hpp), enabled once here because kernel VFIO cannot add
+    // vectors to enabled MSI-X without dynamic allocation (VFIO_IRQ_INFO_NORESIZE). Capped by
+    // what the function offers.
+    std::uint32_t vectors = 1;
     health_options health;
     // Where a CREATE_EQ that timed out leaves the EQ's buffer (objects.hpp); null: start keeps
     // it in a list of its own that outlives the process's NICs.
@@ -104,6 +110,10 @@ public:
     events& operator=(const events&) = delete;
 
     std::uint32_t eqn() const noexcept { return _eqn; }
+    // The MSI-X vectors enabled (events_options::vectors, capped), and vector k's eventfd (k in
+    // 1..vectors()-1 for completion EQs; the function owns it).
+    std::uint32_t vectors() const noexcept { return static_cast<std::uint32_t>(_irq_fds.size()); }
+    int vector_fd(std::uint32_t k) const { return _irq_fds.at(k); }
     std::uint32_t uar() const noexcept { return _uar; }
     bool running() const noexcept { return _thread.joinable(); }
     bool failed() const noexcept { return _fatal_called.load(); }
@@ -133,6 +143,7 @@ private:
     std::uint32_t _eqn = 0;
     bool _irqs_enabled = false;
     int _irq_fd = -1;    // MSI-X vector 0, owned by the function
+    std::vector<int> _irq_fds;  // every vector enabled, in order (the function owns them)
     int _wake_fd = -1;   // ours: stop() wakes the event thread through it
     std::byte* _doorbell = nullptr;  // UAR + 0x40 in the mapped BAR, or null: region_write
     std::uint32_t _ci = 0;           // consumer index, event thread only

@@ -42,6 +42,7 @@ fw::device_options control::device_options_of(const nic_options& o, detail::fami
     d.timeouts.ready = o.ready_timeout;
     d.timeouts.teardown_step = std::max(_command_timeout, std::chrono::milliseconds(100));
     d.rcfw_events = o.use_events;
+    d.completion_vectors = o.use_events ? o.completion_vectors : 0;   // completion groups' NQs
     d.health_interval = o.health_interval;
     if (o.trace) {
         d.trace = [user = o.trace](const fw::command_record& r) { user(to_record(r)); };

@@ -32,6 +32,7 @@
 #include "firmware/bnxt/device.hpp"
 #include "firmware/bnxt/objects.hpp"
 #include "qp/control.hpp"
+#include "qp/group_state.hpp"
 
 namespace rig::qp::bnxt {
 
@@ -47,6 +48,13 @@ struct qp_objects final : detail::family_objects {
 };
 struct region_objects final : detail::family_objects {
     fw::mr key;
+};
+// A completion group's: its NQ (on its own MSI-X vector), the CQ its queue pairs share, and the
+// doorbell block of that CQ's doorbells.
+struct group_objects final : detail::family_objects {
+    fw::device::notification_queue nq;
+    fw::cq cq;
+    std::optional<std::uint32_t> block;
 };
 
 class control final : public detail::control_plane {
@@ -65,7 +73,10 @@ public:
     result<void> register_memory(detail::region_state& r) override;
     result<void> deregister_memory(detail::region_state& r) override;
 
-    result<void> make_qp(detail::qp_state& s, std::uint8_t log_ring) override;
+    result<void> make_qp(detail::qp_state& s, std::uint8_t log_ring, const detail::group_state* group) override;
+    result<void> make_group(detail::group_state& g) override;        // control_group.cpp
+    result<void> release_group(detail::group_state& g) override;
+    std::uint8_t log_max_cq() const override;
     result<void> to_reset(detail::qp_state& s) override;
     result<void> reset_to_init(detail::qp_state& s) override;
     result<void> init_to_rtr(detail::qp_state& s, const endpoint& peer, std::uint32_t path_mtu_bytes) override;
@@ -105,7 +116,11 @@ private:
     std::byte* block_address(std::uint32_t block) const noexcept;
     result<void> make_cqs(qp_objects& o, std::uint32_t entries, std::uint32_t dpi);
     void enable_arming(std::uint32_t cqn);
-    void set_data_path(detail::qp_state& s, const qp_objects& o);
+    void set_data_path(detail::qp_state& s, const qp_objects& o, const fw::cq& send_cq, const fw::cq& receive_cq);
+    std::optional<std::uint16_t> take_vector();
+    qp::register_port privileged_word(std::size_t word);
+    // MSI-X vectors of completion groups' NQs: vector k in use (the CREQ's and the NQ's never).
+    std::vector<bool> _vector_used;
     // Completion events: the NQ's cq_handle back to the CQ's id.
     void on_notification(std::uint64_t cq_handle);
     std::uint64_t next_cq_handle();

@@ -134,7 +134,7 @@ result<void> control::make_cqs(qp_objects& o, std::uint32_t entries, std::uint32
 
 // ---- queue pairs --------------------------------------------------------------------------------
 
-result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring) {
+result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const detail::group_state* group) {
     s.family = std::make_unique<qp_objects>();
     qp_objects& o = objects_of(s);
     o.block = take_block();
@@ -150,12 +150,17 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring) {
         static_cast<void>(release_qp(s));
         return std::unexpected(std::move(out));
     };
-    if (auto r = make_cqs(o, entries, dpi); !r) {
-        return give_back(std::move(r.error()));
+    if (group == nullptr) {
+        if (auto r = make_cqs(o, entries, dpi); !r) {
+            return give_back(std::move(r.error()));
+        }
     }
+    // A group's queue pair names the group's CQ for both rings (scq_cid = rcq_cid).
+    const fw::cq& send_cq = group ? static_cast<const group_objects&>(*group->family).cq : o.send_cq;
+    const fw::cq& receive_cq = group ? send_cq : o.receive_cq;
     const fw::qp_params qpp{.pd = *_pd,
-                            .send_cq = o.send_cq.id(),
-                            .receive_cq = o.receive_cq.id(),
+                            .send_cq = send_cq.id(),
+                            .receive_cq = receive_cq.id(),
                             .dpi = dpi,
                             .sq_entries = entries,
                             .rq_entries = entries,
@@ -168,25 +173,27 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring) {
     }
     o.qp = std::move(*q);
     s.number = o.qp.id();
-    s.send_cq = o.send_cq.id();
-    s.receive_cq = o.receive_cq.id();
-    set_data_path(s, o);
+    s.group_key = o.qp.handle();   // a CQE names its queue pair by the handle CREATE_QP gave
+    s.send_cq = send_cq.id();
+    s.receive_cq = receive_cq.id();
+    set_data_path(s, o, send_cq, receive_cq);
     return {};
 }
 
-// The data path over the objects' memory and the block's doorbell words.
-void control::set_data_path(detail::qp_state& s, const qp_objects& o) {
+// The data path over the objects' memory and the block's doorbell words. A group's queue pair
+// gets the group's CQ as both of its CQs: the group polls it (qp/group.hpp), the queue pair's
+// own poll is refused.
+void control::set_data_path(detail::qp_state& s, const qp_objects& o, const fw::cq& send_cq, const fw::cq& receive_cq) {
     std::byte* block = block_address(*o.block);
     s.path.emplace<data_path>(data_path_memory{
         .send = {o.qp.send_queue(), o.qp.psn_search(), block + doorbell_word::sq},
         .receive = {o.qp.receive_queue(), block + doorbell_word::rq},
-        .send_cq = {o.send_cq.entries(), block + doorbell_word::send_cq, block + doorbell_word::send_cq_arm},
-        .receive_cq = {o.receive_cq.entries(), block + doorbell_word::receive_cq,
-                       block + doorbell_word::receive_cq_arm},
+        .send_cq = {send_cq.entries(), block + doorbell_word::send_cq, block + doorbell_word::send_cq_arm},
+        .receive_cq = {receive_cq.entries(), block + doorbell_word::receive_cq, block + doorbell_word::receive_cq_arm},
         .qpn = o.qp.id(),
         .qp_handle = o.qp.handle(),
-        .send_cqn = o.send_cq.id(),
-        .receive_cqn = o.receive_cq.id()});
+        .send_cqn = send_cq.id(),
+        .receive_cqn = receive_cq.id()});
 }
 
 result<void> control::to_reset(detail::qp_state& s) {

@@ -51,20 +51,26 @@ public:
     // RTR->RTS: the send PSN and path MTU the PSN search entries count from.
     void start_sends(std::uint32_t sq_psn, std::uint32_t path_mtu_bytes) noexcept { sq.start(sq_psn, path_mtu_bytes); }
 
-    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key) {
-        sq.post_one(abi::SQ_BASE_WQE_TYPE_SEND, local(at, n, key), 0, 0);
+    // `tag`: the caller's, handed back with the entry's completion by a completion group.
+    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
+        sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_SEND, local(at, n, key), 0, 0), tag, rig::operation::send);
     }
-    void post_receive(std::uint64_t at, std::size_t n, std::uint32_t key) { rq.post(local(at, n, key)); }
-    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to) {
-        sq.post_one(abi::SQ_BASE_WQE_TYPE_WRITE_WQE, local(at, n, key), to.address, to.key);
+    void post_receive(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
+        rq.label(rq.post(local(at, n, key)), tag, rig::operation::receive);
     }
-    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to) {
+    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint64_t tag) {
+        sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_WRITE_WQE, local(at, n, key), to.address, to.key), tag,
+                 rig::operation::write);
+    }
+    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag) {
         const std::string_view data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-        sq.post(abi::write_inline_op{data, remote(to)}, abi::SQ_BASE_WQE_TYPE_WRITE_WQE,
-                static_cast<std::uint32_t>(bytes.size()));
+        sq.label(sq.post(abi::write_inline_op{data, remote(to)}, abi::SQ_BASE_WQE_TYPE_WRITE_WQE,
+                         static_cast<std::uint32_t>(bytes.size())),
+                 tag, rig::operation::write);
     }
-    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key) {
-        sq.post_one(abi::SQ_BASE_WQE_TYPE_READ_WQE, local(at, n, key), from.address, from.key);
+    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
+        sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_READ_WQE, local(at, n, key), from.address, from.key), tag,
+                 rig::operation::read);
     }
     void ring(bool send) {
         if (send) {
@@ -87,6 +93,14 @@ public:
     void take_completions(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
         take_send_cqes();
         take_receive_cqes();
+        settle(nic_event, machine_failed);
+    }
+
+    // A CQE of a completion group's CQ (qp/bnxt/group_path.hpp) that names this queue pair's
+    // handle: REQ to the send ring, RES_RC to the receive ring, TERMINAL to both (queues.cpp).
+    void take_group_cqe(const std::byte* c) noexcept;
+    // After a group took in CQEs, or heard of a failure: as take_completions' end.
+    void settle(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
         qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
                    {"the NIC failed (firmware stopped answering or the function is gone)", 0, 0, true});
     }
@@ -105,6 +119,7 @@ private:
     }
     void take_send_cqes() noexcept;      // queues.cpp
     void take_receive_cqes() noexcept;
+    void take_terminal(const std::byte* c) noexcept;
     std::uint64_t qp_handle_;
 };
 

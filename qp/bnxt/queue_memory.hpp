@@ -21,8 +21,10 @@ inline constexpr std::size_t receive_cq_arm = 40;
 inline constexpr std::size_t block_bytes = 64;
 inline constexpr std::size_t blocks_per_page = 4096 / block_bytes;
 // The privileged page's words (at db_offset): the CREQ's NQ_ARM at +0 (firmware/bnxt/rcfw.cpp),
-// the RoCE NQ's at +8 (firmware/bnxt/events.cpp), every CQ's CQ_ARMENA at +16.
+// the RoCE NQ's at +8 (firmware/bnxt/events.cpp), every CQ's CQ_ARMENA at +16, the NQ_ARM of
+// every completion group's NQ at +24 (qp/bnxt/group_path.hpp; the xid names the NQ).
 inline constexpr std::size_t armena = 16;
+inline constexpr std::size_t group_nq_arm = 24;
 }  // namespace doorbell_word
 
 struct send_queue_memory {

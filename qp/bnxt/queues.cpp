@@ -162,8 +162,7 @@ void data_path::take_send_cqes() noexcept {
         if (type == abi::CQ_BASE_CQE_TYPE_REQ && fast::req_qp_handle(c) == qp_handle_) [[likely]] {
             sq.complete(fast::status(c), fast::sq_cons_idx(c));
         } else if (type == abi::CQ_BASE_CQE_TYPE_TERMINAL && fast::req_qp_handle(c) == qp_handle_) {
-            sq.terminal(fast::sq_cons_idx(c), terminal_error());
-            rq.fail(terminal_error());
+            take_terminal(c);
         } else if (type != abi::CQ_BASE_CQE_TYPE_NO_OP) {
             sq.fail(unexpected_completion());
         }
@@ -179,13 +178,31 @@ void data_path::take_receive_cqes() noexcept {
         if (type == abi::CQ_BASE_CQE_TYPE_RES_RC && fast::res_qp_handle(c) == qp_handle_) [[likely]] {
             rq.complete(fast::status(c), fast::res_flags(c), fast::res_wr_id(c), fast::res_length(c));
         } else if (type == abi::CQ_BASE_CQE_TYPE_TERMINAL && fast::req_qp_handle(c) == qp_handle_) {
-            rq.fail(terminal_error());
-            sq.terminal(fast::sq_cons_idx(c), terminal_error());
+            take_terminal(c);
         } else if (type != abi::CQ_BASE_CQE_TYPE_NO_OP) {
             rq.fail(unexpected_completion());
         }
     }
     rcq.done();
+}
+
+// TERMINAL: the send ring's entries up to its index completed, then the queue pair failed.
+void data_path::take_terminal(const std::byte* c) noexcept {
+    sq.terminal(abi::fast::sq_cons_idx(c), terminal_error());
+    rq.fail(terminal_error());
+}
+
+// A group's CQE already matched to this queue pair by its handle (group_path::qp_of).
+void data_path::take_group_cqe(const std::byte* c) noexcept {
+    namespace fast = abi::fast;
+    const std::uint8_t type = fast::cqe_type(c);
+    if (type == abi::CQ_BASE_CQE_TYPE_REQ) [[likely]] {
+        sq.complete(fast::status(c), fast::sq_cons_idx(c));
+    } else if (type == abi::CQ_BASE_CQE_TYPE_RES_RC) {
+        rq.complete(fast::status(c), fast::res_flags(c), fast::res_wr_id(c), fast::res_length(c));
+    } else if (type == abi::CQ_BASE_CQE_TYPE_TERMINAL) {
+        take_terminal(c);
+    }
 }
 
 }  // namespace rig::qp::bnxt

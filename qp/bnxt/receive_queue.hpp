@@ -37,6 +37,8 @@ public:
     std::uint32_t slots() const noexcept { return entries_.slots(); }
     std::uint64_t posted() const noexcept { return entries_.posted(); }
     const qp::ring& entries() const noexcept { return entries_; }
+    // Entry k's tag and operation, handed back with its result by a completion group.
+    void label(std::uint64_t k, std::uint64_t tag, rig::operation op) noexcept { entries_.label(k, tag, op); }
 
     // Writes one receive entry and returns its number; the NIC sees it at the next ring().
     // Misuse (no room) throws std::invalid_argument and changes nothing; the element's values are

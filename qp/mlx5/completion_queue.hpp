@@ -4,7 +4,7 @@
 //
 //   CQE n (the unmasked consumer index) lies in slot n & (size-1) and is software's once its
 //   opcode is not INVALID and its owner bit equals (n >> log_size) & 1. Then from_device
-//   barrier, read it, n + 1, and record word MLX5_CQ_SET_CI (+0) = be32(n & 0xffffff).
+//   barrier, read it, n + 1; once per drain record word MLX5_CQ_SET_CI (+0) = be32(n & 0xffffff).
 //   Arm: record word MLX5_CQ_ARM_DB (+4) = be32(sn << 28 | cmd | ci), then the 64-bit UAR write
 //   at +0x20 of (that word << 32 | cqn), big-endian; sn counts the CQ's completion events.
 //
@@ -59,11 +59,13 @@ public:
     // record shorter than 8 bytes or misaligned, a missing UAR page, or a cqn over 24 bits.
     completion_queue(completion_queue_memory m, std::uint32_t cqn);
 
-    // The next CQE, if the NIC has written it, decoded into `c` (true); its slot is then given
-    // back to the NIC. False, and `c` untouched, while the NIC has not written it. Decoded by
-    // abi::decode: a CQE whose opcode mlx5dv.h does not name comes back with that raw opcode
-    // and error `unknown` (the caller fails the queue pair it names); never an exception. The
-    // hot form: `c` is the caller's (abi::decode says why).
+    // The next CQE, if the NIC has written it, decoded into `c` (true). Its slot stays the NIC's
+    // to skip over until done() gives the slots taken back (the consumer index written once per
+    // drain, as rdma-core's mlx5_poll_cq updates the record once after its loop). False, and `c`
+    // untouched, while the NIC has not written it. Decoded by abi::decode: a CQE whose opcode
+    // mlx5dv.h does not name comes back with that raw opcode and error `unknown` (the caller
+    // fails the queue pair it names); never an exception. The hot form: `c` is the caller's
+    // (abi::decode says why).
     bool poll(abi::completion& c) noexcept {
         std::byte* slot = ring_.data() + (ci_ & mask_) * abi::cqe_size;
         const std::span<const std::byte, abi::cqe_size> cqe(slot, abi::cqe_size);
@@ -73,12 +75,6 @@ public:
         barrier::from_device();   // the owner bit before the rest of the CQE
         abi::decode(cqe, c);      // the decoder pinned to mlx5dv.h (test/unit/mlx5_wqe)
         ++ci_;
-        // The CQE's loads before the store that lets the NIC reuse its slot: x86-64 keeps loads
-        // ahead of later stores (TSO), so this only stops the compiler; on aarch64 `dmb oshst`
-        // orders stores only, as in rdma-core and the kernel (mlx5_cq_set_ci), which write the
-        // record with no barrier: the NIC reuses the slot only a whole ring later.
-        barrier::to_device();
-        store_record(record_ + abi::cq_dbr::set_ci, abi::cq_dbr_set_ci(ci_));
         return true;
     }
 
@@ -90,9 +86,25 @@ public:
         return c;
     }
 
+    // Gives the NIC back every slot taken since the last call: the record's set_ci word, one
+    // store (nothing when none was taken). The CQEs' loads before the store that lets the NIC
+    // reuse their slots: x86-64 keeps loads ahead of later stores (TSO), so this only stops the
+    // compiler; on aarch64 `dmb oshst` orders stores only, as in rdma-core and the kernel
+    // (mlx5_cq_set_ci), which write the record with no barrier: the NIC reuses a slot only a
+    // whole ring later.
+    void done() noexcept {
+        if (ci_ == told_) {
+            return;
+        }
+        barrier::to_device();
+        store_record(record_ + abi::cq_dbr::set_ci, abi::cq_dbr_set_ci(ci_));
+        told_ = ci_;
+    }
+
     // Asks for an event at the next completion (or next solicited one): the one function that
     // writes this CQ's arm record word and its arm doorbell.
     void arm(bool solicited_only = false) noexcept {
+        done();   // the record's consumer index is the one the arm word carries
         const std::uint32_t word = abi::cq_arm_word(
             arm_sn_, solicited_only ? abi::cq_arm_solicited : abi::cq_arm_next, ci_);
         store_record(record_ + abi::cq_dbr::arm, abi::to_be32(word));
@@ -118,6 +130,7 @@ private:
     std::byte* uar_;
     std::uint32_t cqn_;
     std::uint32_t ci_ = 0;
+    std::uint32_t told_ = 0;     // the consumer index last written to the record
     std::uint32_t arm_sn_ = 0;
 };
 

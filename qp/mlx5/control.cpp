@@ -28,6 +28,7 @@ fw::hca_options hca_options_of(const nic_options& o, detail::family_events event
     fw::hca_options h;
     h.timeouts.wait_initializing = o.ready_timeout;
     h.events.health.interval = o.health_interval;
+    h.events.vectors = 1 + o.completion_vectors;  // 0: the NIC's own; 1..: completion groups
     h.use_events = o.use_events;
     h.init_link_down = o.init_link_down;
     if (o.trace) {

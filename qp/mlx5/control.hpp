@@ -13,11 +13,13 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "driver/function.hpp"
 #include "firmware/mlx5/hca.hpp"
 #include "firmware/mlx5/objects.hpp"
 #include "qp/control.hpp"
+#include "qp/group_state.hpp"
 
 namespace rig::qp::mlx5 {
 
@@ -31,6 +33,11 @@ struct qp_objects final : detail::family_objects {
 };
 struct region_objects final : detail::family_objects {
     fw::mkey key;
+};
+// A completion group's: its EQ (on its own MSI-X vector) and the CQ its queue pairs share.
+struct group_objects final : detail::family_objects {
+    fw::eq eq;
+    fw::cq cq;
 };
 
 class control final : public detail::control_plane {
@@ -49,7 +56,10 @@ public:
     result<void> register_memory(detail::region_state& r) override;
     result<void> deregister_memory(detail::region_state& r) override;
 
-    result<void> make_qp(detail::qp_state& s, std::uint8_t log_ring) override;
+    result<void> make_qp(detail::qp_state& s, std::uint8_t log_ring, const detail::group_state* group) override;
+    result<void> make_group(detail::group_state& g) override;          // control_group.cpp
+    result<void> release_group(detail::group_state& g) override;
+    std::uint8_t log_max_cq() const override;
     result<void> to_reset(detail::qp_state& s) override;
     result<void> reset_to_init(detail::qp_state& s) override;
     result<void> init_to_rtr(detail::qp_state& s, const endpoint& peer, std::uint32_t path_mtu_bytes) override;
@@ -77,7 +87,12 @@ private:
     fw::deadline by() const { return fw::command_queue::clock::now() + _command_timeout; }
     fw::command_queue& commands() { return _hca->commands(); }
     fw::stranded_memory& stranded_registry() { return _hca->stranded_registry(); }
-    void set_data_path(detail::qp_state& s, const qp_objects& o);
+    void set_data_path(detail::qp_state& s, const qp_objects& o, const fw::cq& send_cq, const fw::cq& receive_cq);
+    std::byte* uar_page() const;
+    std::optional<std::uint16_t> take_vector();
+
+    // MSI-X vectors of completion groups' EQs: vector k (1..) in use.
+    std::vector<bool> _vector_used;
 
     driver::function& _fn;
     std::chrono::milliseconds _command_timeout;

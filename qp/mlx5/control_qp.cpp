@@ -58,7 +58,7 @@ qp_objects& objects_of(const detail::qp_state& s) { return static_cast<qp_object
 
 }  // namespace
 
-result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring) {
+result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const detail::group_state* group) {
     s.family = std::make_unique<qp_objects>();
     qp_objects& o = objects_of(s);
     const fw::cq_params cp{.log_size = log_ring, .uar = *_uar, .eqn = _hca->event_queue()->eqn()};
@@ -69,19 +69,24 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring) {
         static_cast<void>(release_qp(s));
         return std::unexpected(std::move(out));
     };
-    auto scq = fw::cq::create(commands(), _fn, stranded_registry(), cp, by());
-    if (!scq) {
-        return give_back(scq.error());
+    if (group == nullptr) {
+        auto scq = fw::cq::create(commands(), _fn, stranded_registry(), cp, by());
+        if (!scq) {
+            return give_back(scq.error());
+        }
+        o.send_cq = std::move(*scq);
+        auto rcq = fw::cq::create(commands(), _fn, stranded_registry(), cp, by());
+        if (!rcq) {
+            return give_back(rcq.error());
+        }
+        o.receive_cq = std::move(*rcq);
     }
-    o.send_cq = std::move(*scq);
-    auto rcq = fw::cq::create(commands(), _fn, stranded_registry(), cp, by());
-    if (!rcq) {
-        return give_back(rcq.error());
-    }
-    o.receive_cq = std::move(*rcq);
+    // A group's queue pair names the group's CQ for both rings (cqn_snd = cqn_rcv).
+    const fw::cq& send_cq = group ? static_cast<const group_objects&>(*group->family).cq : o.send_cq;
+    const fw::cq& receive_cq = group ? send_cq : o.receive_cq;
     const fw::qp_params qpp{.pd = *_pd,
-                            .send_cq = o.send_cq.cqn(),
-                            .receive_cq = o.receive_cq.cqn(),
+                            .send_cq = send_cq.cqn(),
+                            .receive_cq = receive_cq.cqn(),
                             .uar = *_uar,
                             .log_sq_size = log_ring,
                             .log_rq_size = log_ring,
@@ -94,29 +99,32 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring) {
     }
     o.qp = std::move(*q);
     s.number = o.qp.qpn();
-    s.send_cq = o.send_cq.cqn();
-    s.receive_cq = o.receive_cq.cqn();
-    set_data_path(s, o);
+    s.group_key = s.number;   // a CQE names its queue pair by number
+    s.send_cq = send_cq.cqn();
+    s.receive_cq = receive_cq.cqn();
+    set_data_path(s, o, send_cq, receive_cq);
     return {};
 }
 
+std::byte* control::uar_page() const { return _bar0.base + std::uint64_t{*_uar} * mabi::uar_page_size; }
+
 // The data path over the objects' memory. BlueFlame registers: bfreg k of the UAR page, two
 // halves of bf_reg_size / 2 used in turn (rdma-core mlx5 bf->buf_size); queue pairs take the
-// four bfregs of the page in turn.
-void control::set_data_path(detail::qp_state& s, const qp_objects& o) {
-    std::byte* uar_page = _bar0.base + std::uint64_t{*_uar} * mabi::uar_page_size;
+// four bfregs of the page in turn. A group's queue pair gets the group's CQ as both of its CQs:
+// the group polls it (qp/group.hpp), the queue pair's own poll is refused.
+void control::set_data_path(detail::qp_state& s, const qp_objects& o, const fw::cq& send_cq, const fw::cq& receive_cq) {
+    std::byte* const uar = uar_page();
     const std::uint32_t log_bf = _hca->caps().log_bf_reg_size;
     const std::size_t k = _next_bfreg++ % mabi::uar::bfregs_per_uar;
     const std::span<std::byte> qp_record(o.qp.doorbell_record(), mabi::qp_dbr::size);
     s.path.emplace<data_path>(data_path_memory{
-        .send = {o.qp.send_queue(), qp_record, uar_page + mabi::bfreg_offset(k, log_bf),
-                 (std::size_t{1} << log_bf) / 2},
+        .send = {o.qp.send_queue(), qp_record, uar + mabi::bfreg_offset(k, log_bf), (std::size_t{1} << log_bf) / 2},
         .receive = {o.qp.receive_queue(), std::size_t{16} << o.qp.params().log_rq_stride, qp_record},
-        .send_cq = {o.send_cq.entries(), {o.send_cq.doorbell_record(), 8}, uar_page},
-        .receive_cq = {o.receive_cq.entries(), {o.receive_cq.doorbell_record(), 8}, uar_page},
+        .send_cq = {send_cq.entries(), {send_cq.doorbell_record(), 8}, uar},
+        .receive_cq = {receive_cq.entries(), {receive_cq.doorbell_record(), 8}, uar},
         .qpn = o.qp.qpn(),
-        .send_cqn = o.send_cq.cqn(),
-        .receive_cqn = o.receive_cq.cqn()});
+        .send_cqn = send_cq.cqn(),
+        .receive_cqn = receive_cq.cqn()});
 }
 
 result<void> control::to_reset(detail::qp_state& s) {

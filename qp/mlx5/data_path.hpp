@@ -52,19 +52,22 @@ public:
     static constexpr std::uint64_t max_message = static_cast<std::uint64_t>(abi::max_message);
 
     // Every entry asks for a completion: the API takes one result per entry.
-    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key) {
-        sq.post(abi::send_op{local(at, n, key)}, true);
+    // `tag`: the caller's, handed back with the entry's completion by a completion group.
+    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
+        sq.label(sq.post(abi::send_op{local(at, n, key)}, true), tag, rig::operation::send);
     }
-    void post_receive(std::uint64_t at, std::size_t n, std::uint32_t key) { rq.post(local(at, n, key)); }
-    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to) {
-        sq.post(abi::write_op{local(at, n, key), remote(to)}, true);
+    void post_receive(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
+        rq.label(rq.post(local(at, n, key)), tag, rig::operation::receive);
     }
-    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to) {
+    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint64_t tag) {
+        sq.label(sq.post(abi::write_op{local(at, n, key), remote(to)}, true), tag, rig::operation::write);
+    }
+    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag) {
         const std::string_view data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-        sq.post(abi::write_inline_op{data, remote(to)}, true);
+        sq.label(sq.post(abi::write_inline_op{data, remote(to)}, true), tag, rig::operation::write);
     }
-    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key) {
-        sq.post(abi::read_op{remote(from), local(at, n, key)}, true);
+    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
+        sq.label(sq.post(abi::read_op{remote(from), local(at, n, key)}, true), tag, rig::operation::read);
     }
     void ring(bool send) {
         if (send) {
@@ -101,6 +104,24 @@ public:
                 rq.complete(c);
             }
         }
+        scq.done();   // each CQ's consumer index written once per drain
+        rcq.done();
+        settle(nic_event, machine_failed);
+    }
+
+    // A CQE of a completion group's CQ (qp/mlx5/group_path.hpp) that names this queue pair: to
+    // the ring its opcode says; a kind no ring takes fails the queue pair.
+    void take_group_cqe(const abi::completion& c) noexcept {
+        if (c.error == abi::cqe_error::unknown) [[unlikely]] {
+            sq.fail(unexpected_completion());
+        } else if (is_send_side(c.opcode)) {
+            sq.complete(c);
+        } else {
+            rq.complete(c);
+        }
+    }
+    // After a group took in CQEs, or heard of a failure: as take_completions' end.
+    void settle(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
         qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
                    {"the NIC failed (fatal health report or internal error)", 0, 0, true});
     }

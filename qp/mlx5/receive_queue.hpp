@@ -42,6 +42,8 @@ public:
     std::uint64_t posted() const noexcept { return entries_.posted(); }
     bool failed() const noexcept { return entries_.failed(); }
     const qp::ring& entries() const noexcept { return entries_; }
+    // Entry k's tag and operation, handed back with its result by a completion group.
+    void label(std::uint64_t k, std::uint64_t tag, rig::operation op) noexcept { entries_.label(k, tag, op); }
 
     // Writes one receive entry (its scatter list) and returns its number; the NIC sees it at the
     // next ring(). Misuse (no room, a list abi refuses) throws std::invalid_argument and changes

@@ -68,6 +68,13 @@ RIG_MLX5_LAYOUT(eqe, 0x200, RIG_MLX5_EQE)
 
 inline constexpr ::rig::abi::nested<pages_req_event> eqe_page_request{eqe::event_data.off};
 
+// Whether EQE `consumer_index` of an EQ of 2^log_size entries is software's: its owner bit (bit 0
+// of byte 0x3f) equals the pass parity of the index (§4.7; kernel eq.c next_eqe_sw).
+inline constexpr bool eqe_owned_by_software(std::uint8_t owner_byte, std::uint32_t consumer_index,
+                                            std::uint32_t log_size) noexcept {
+    return (owner_byte & 1u) == ((consumer_index >> log_size) & 1u);
+}
+
 // ---- event types (eqe.event_type; kernel device.h MLX5_EVENT_TYPE_*, reference §4.7) --------
 // DROPPED_PACKET_LOGGED (0x1f) is named only by mlx5_ifc.h (MLX5_EVENT_TYPE_CODING_...).
 #define RIG_MLX5_EVENT_TYPES(X)                                  \

@@ -97,13 +97,13 @@ void post(fixture& f, reader& in, bool send, std::uint32_t count) {
         const std::uint64_t at = 0x7f0000000000ull + 4096u * i;
         if (send) {
             switch (in.u8() % 3) {
-            case 0: f.dp.post_send(at, bytes, lkey); break;
-            case 1: f.dp.post_write(at, bytes, lkey, {0x7e0000000000ull, 0x99}); break;
-            default: f.dp.post_read({0x7e0000000000ull, 0x99}, at, bytes, lkey); break;
+            case 0: f.dp.post_send(at, bytes, lkey, 0); break;
+            case 1: f.dp.post_write(at, bytes, lkey, {0x7e0000000000ull, 0x99}, 0); break;
+            default: f.dp.post_read({0x7e0000000000ull, 0x99}, at, bytes, lkey, 0); break;
             }
             f.sends.lengths.push_back(bytes);
         } else {
-            f.dp.post_receive(at, bytes, lkey);
+            f.dp.post_receive(at, bytes, lkey, 0);
             f.receives.lengths.push_back(bytes);
         }
     }

@@ -102,13 +102,13 @@ void post_send(queue_pair& q, rig::fuzz::reader& in) {
     std::uint32_t length = bytes;
     try {
         switch (kind % 4) {
-        case 0: q.dp.post_send(0x10000, bytes, key); break;
-        case 1: q.dp.post_write(0x10000, bytes, key, far); break;
-        case 2: q.dp.post_read(far, 0x10000, bytes, key); break;
+        case 0: q.dp.post_send(0x10000, bytes, key, 0); break;
+        case 1: q.dp.post_write(0x10000, bytes, key, far, 0); break;
+        case 2: q.dp.post_read(far, 0x10000, bytes, key, 0); break;
         default: {
             const std::array<std::byte, abi::max_inline> data{};
             length = bytes % (abi::max_inline + 1);
-            q.dp.post_write_inline(std::span(data).first(length), far);
+            q.dp.post_write_inline(std::span(data).first(length), far, 0);
         }
         }
     } catch (const std::invalid_argument& e) {
@@ -125,7 +125,7 @@ void post_receive(queue_pair& q, rig::fuzz::reader& in) {
     const std::uint64_t before = q.dp.rq.posted();
     const bool room = q.dp.room(false) != 0;
     try {
-        q.dp.post_receive(0x30000, bytes, 5);
+        q.dp.post_receive(0x30000, bytes, 5, 0);
     } catch (const std::invalid_argument&) {
         require(!room && q.dp.rq.posted() == before, "a receive refused only for want of room");
         return;

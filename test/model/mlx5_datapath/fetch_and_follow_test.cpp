@@ -166,6 +166,7 @@ TEST_CASE("mlx5 data path: a CQ destroyed while its QP's WRITEs ran, made again 
                     std::this_thread::sleep_for(50us);
                 }
                 REQUIRE(got);
+                xq.done();
                 CHECK(c.wqe_counter == taken);
                 ++taken;
             }
@@ -205,6 +206,7 @@ TEST_CASE("mlx5 data path: a CQ destroyed while its QP's WRITEs ran, made again 
             std::this_thread::sleep_for(50us);
         }
         REQUIRE(got);
+        yq.done();
         CHECK(c.opcode == abi::cqe_opcode::req);
         CHECK(c.qpn == q2.qp.qpn());
         CHECK(c.wqe_counter == k);

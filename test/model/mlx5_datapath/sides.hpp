@@ -128,6 +128,7 @@ struct function_side {
         while (out.size() < n && clk::now() < until) {
             abi::completion c;
             if (cqq->poll(c)) {
+                cqq->done();
                 out.push_back(c);
             } else {
                 std::this_thread::sleep_for(50us);

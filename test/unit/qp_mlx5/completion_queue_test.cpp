@@ -65,7 +65,7 @@ TEST_CASE("completion queue: nothing to poll in a fresh ring, record untouched")
     CHECK(f.set_ci() == 0);
 }
 
-TEST_CASE("completion queue: owner parity across three passes of an 8-entry ring") {
+TEST_CASE("completion queue: owner parity across three passes of an 8-entry ring, the record written at done()") {
     fixture f(8);
     for (std::uint32_t n = 0; n < 24; ++n) {
         f.device_writes(n, req(0x100 + n, static_cast<std::uint16_t>(n)));
@@ -75,7 +75,11 @@ TEST_CASE("completion queue: owner parity across three passes of an 8-entry ring
         CHECK(c->wqe_counter == n);
         CHECK(c->opcode == abi::cqe_opcode::req);
         CHECK(c->owner == (((n / 8) & 1) != 0));
-        CHECK(f.set_ci() == n + 1);   // consumer index in the record after each CQE
+        CHECK(f.set_ci() == n);       // the record moves once per drain, at done()
+        f.cq.done();
+        CHECK(f.set_ci() == n + 1);
+        f.cq.done();                  // nothing taken since: no store
+        CHECK(f.set_ci() == n + 1);
         // the slot still holds this pass's CQE: with the next pass's parity it is the device's
         CHECK_FALSE(f.cq.poll().has_value());
     }
@@ -133,6 +137,8 @@ TEST_CASE("completion queue: error CQEs decode each syndrome to its named error"
         CHECK_FALSE(e.flushed);
         ++n;
     }
+    CHECK(f.set_ci() == 0);   // nothing given back until done()
+    f.cq.done();
     CHECK(f.set_ci() == n);
 }
 

@@ -1,0 +1,43 @@
+#pragma once
+// What a work entry completed with, as a completion group hands it out (qp/group.hpp): the
+// queue pair and ring it was posted on, the caller's tag given at post time, the operation, the
+// bytes it moved, and why it failed when it did. The per-queue-pair poll (qp/qp.hpp) gives the
+// same entry's result as bytes or an error.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "qp/error.hpp"
+
+namespace rig {
+
+// A queue pair's two rings.
+enum class side : std::uint8_t { send, receive };
+
+// What the entry asked for.
+enum class operation : std::uint8_t { send, receive, write, read };
+
+constexpr std::string_view to_string(operation o) noexcept {
+    switch (o) {
+    case operation::send: return "send";
+    case operation::receive: return "receive";
+    case operation::write: return "write";
+    case operation::read: return "read";
+    }
+    return "?";
+}
+
+struct completion {
+    std::uint32_t qp = 0;               // the queue pair's number
+    side ring = side::send;
+    operation op = operation::send;
+    std::uint64_t tag = 0;              // the caller's, given when the entry was posted
+    std::uint32_t bytes = 0;            // bytes moved (a receive: the message's length); 0 when it failed
+    // Why it failed (kind entry; failure->flushed: it did not fail itself, its queue pair had
+    // failed). Empty: it completed Ok.
+    std::optional<error> failure;
+
+    bool ok() const noexcept { return !failure; }
+};
+
+}  // namespace rig
