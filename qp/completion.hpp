@@ -27,6 +27,13 @@ constexpr std::string_view to_string(operation o) noexcept {
     return "?";
 }
 
+// Whether a send-side entry has a completion of its own (the post forms' last argument; verbs'
+// IBV_SEND_SIGNALED). no: when it succeeds it completes silently, with the next signalled entry
+// of its ring (a ring needs a signalled entry now and then, or its slots never come back: on mlx5
+// the NIC writes no CQE for it); when it fails it still reports its error, and the entries after
+// it complete flushed (seed: "a completion for a failed entry whatever signal says").
+enum class signaled : std::uint8_t { yes, no };
+
 struct completion {
     std::uint32_t qp = 0;               // the queue pair's number
     side ring = side::send;

@@ -221,18 +221,25 @@ std::size_t take_ring(detail::group_state& g, detail::qp_state& s, Path& p, bool
     return n;
 }
 
+// The CQEs into their rings and out, then (when the event thread reported a failure before the
+// drain began, and the drain reached the CQ's end) the failures: as the per-queue-pair poll, the
+// NIC's report is read after the CQEs it wrote before it, which keep their own results.
 template <class Group>
 std::size_t drain(detail::group_state& g, Group& gp, std::span<completion> out, bool machine_failed) {
     using member = typename Group::member_path;
-    if (g.settle.exchange(false, std::memory_order_acquire)) [[unlikely]] {
-        settle_members<member>(g, machine_failed);
-    }
+    // Acquire: the CQEs the NIC wrote before its report are seen by the drain below.
+    const bool settle_due = g.settle.exchange(false, std::memory_order_acquire);
     std::size_t n = take_ready<member>(g, out, 0);
     // From here the ready list is empty (take_ready left room only once it emptied it), so a
     // CQE's ring gives its results straight into out.
     typename Group::cqe c;
     detail::qp_state* last = nullptr;   // consecutive CQEs often name one queue pair
-    while (n < out.size() && gp.next(c)) {
+    bool reached_end = false;
+    while (n < out.size()) {
+        if (!gp.next(c)) {
+            reached_end = true;
+            break;
+        }
         const auto key = Group::qp_of(c);
         if (last == nullptr || last->group_key != key) {
             const auto it = g.members.find(key);
@@ -245,11 +252,19 @@ std::size_t drain(detail::group_state& g, Group& gp, std::span<completion> out, 
         detail::qp_state& s = *last;
         auto& p = std::get<member>(s.path);
         Group::route(p, c);
-        p.settle(s.nic_event, machine_failed);
+        p.spread();
         n = take_ring(g, s, p, true, out, n);
         n = take_ring(g, s, p, false, out, n);
     }
     gp.done();
+    if (settle_due) [[unlikely]] {
+        if (!reached_end) {
+            g.settle.store(true, std::memory_order_relaxed);   // out is full: the next poll settles
+            return n;
+        }
+        settle_members<member>(g, machine_failed);
+        n = take_ready<member>(g, out, n);
+    }
     return n;
 }
 

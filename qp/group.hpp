@@ -37,6 +37,7 @@
 
 #include "qp/completion.hpp"
 #include "qp/error.hpp"
+#include "qp/handle.hpp"
 
 namespace rig {
 
@@ -53,24 +54,11 @@ struct group_options {
     std::uint8_t log_ring_entries = 8;
 };
 
-class completion_group {
+class completion_group : private detail::handle<detail::group_state> {
 public:
     completion_group() = default;
-    completion_group(completion_group&& o) noexcept : _nic(o._nic), _state(o._state) {
-        o._nic = nullptr;
-        o._state = nullptr;
-    }
-    completion_group& operator=(completion_group&& o) noexcept {
-        _nic = o._nic;
-        _state = o._state;
-        o._nic = nullptr;
-        o._state = nullptr;
-        return *this;
-    }
-    completion_group(const completion_group&) = delete;
-    completion_group& operator=(const completion_group&) = delete;
-    // Dropping a group that was not destroyed leaves it to the NIC's close().
-    ~completion_group() = default;
+    completion_group(completion_group&&) noexcept = default;
+    completion_group& operator=(completion_group&&) noexcept = default;
 
     std::uint32_t number() const;        // its completion queue's number
     std::uint32_t entries() const;       // completions its CQ holds
@@ -99,11 +87,8 @@ public:
 
 private:
     friend class nic;
-    completion_group(rig::nic* n, detail::group_state* s) noexcept : _nic(n), _state(s) {}
+    completion_group(rig::nic* n, detail::group_state* s) noexcept : handle(n, s) {}
     detail::group_state& live(const char* call) const;
-
-    rig::nic* _nic = nullptr;
-    detail::group_state* _state = nullptr;
 };
 
 }  // namespace rig

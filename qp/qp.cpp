@@ -122,11 +122,11 @@ result<qp_info> queue_pair::query() const {
     }
 }
 
-void queue_pair::post_send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
+void queue_pair::post_send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag, signaled sig) {
     detail::qp_state& s = ready("send");
     check_local(r, at, n, "send");
     const detail::region_state& m = *r._state;
-    detail::on_path(s, [&](auto& p) { p.post_send(m.iova + at, n, m.key, tag); });
+    detail::on_path(s, [&](auto& p) { p.post_send(m.iova + at, n, m.key, tag, sig == signaled::yes); });
 }
 
 void queue_pair::post_receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
@@ -137,15 +137,16 @@ void queue_pair::post_receive(const region& r, std::size_t at, std::size_t n, st
 }
 
 void queue_pair::post_write(const region& r, std::size_t at, std::size_t n, const remote& to,
-                            std::uint64_t tag) {
+                            std::uint64_t tag, signaled sig) {
     detail::qp_state& s = ready("write");
     check_local(r, at, n, "write");
     check_remote(to, "write");
     const detail::region_state& m = *r._state;
-    detail::on_path(s, [&](auto& p) { p.post_write(m.iova + at, n, m.key, to, tag); });
+    detail::on_path(s, [&](auto& p) { p.post_write(m.iova + at, n, m.key, to, tag, sig == signaled::yes); });
 }
 
-void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag) {
+void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag,
+                                   signaled sig) {
     detail::qp_state& s = ready("write_inline");
     detail::on_path(s, [&](auto& p) {
         using path = std::remove_cvref_t<decltype(p)>;
@@ -154,28 +155,28 @@ void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remot
                    std::to_string(path::max_inline) + " one entry holds");
         }
         check_remote(to, "write_inline");
-        p.post_write_inline(bytes, to, tag);
+        p.post_write_inline(bytes, to, tag, sig == signaled::yes);
     });
 }
 
 void queue_pair::post_read(const remote& from, const region& r, std::size_t at, std::size_t n,
-                           std::uint64_t tag) {
+                           std::uint64_t tag, signaled sig) {
     detail::qp_state& s = ready("read");
     check_local(r, at, n, "read");
     check_remote(from, "read");
     const detail::region_state& m = *r._state;
-    detail::on_path(s, [&](auto& p) { p.post_read(from, m.iova + at, n, m.key, tag); });
+    detail::on_path(s, [&](auto& p) { p.post_read(from, m.iova + at, n, m.key, tag, sig == signaled::yes); });
 }
 
 void queue_pair::post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
-                           std::uint64_t tag) {
+                           std::uint64_t tag, signaled sig) {
     const detail::qp_state& s = ready("read");
     check_local(src, i, n, "read (source)");
     if (s.peer.gid != _nic->gid() || s.peer.mac != _nic->mac() || !_nic->has_queue_pair(s.peer.qp)) [[unlikely]] {
         misuse("read: the queue pair's peer " + abi::hex(s.peer.qp) + " is not a queue pair of this NIC, which "
                "holds the source region");
     }
-    post_read(src.remote(i), dst, at, n, tag);
+    post_read(src.remote(i), dst, at, n, tag, sig);
 }
 
 std::size_t queue_pair::max_inline() const {
@@ -195,29 +196,32 @@ void ring_checked(detail::qp_state& s, bool send) {
 }
 }  // namespace
 
-void queue_pair::send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
-    post_send(r, at, n, tag);
+void queue_pair::send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag, signaled sig) {
+    post_send(r, at, n, tag, sig);
     ring_checked(*_state, true);
 }
 void queue_pair::receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
     post_receive(r, at, n, tag);
     ring_checked(*_state, false);
 }
-void queue_pair::write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag) {
-    post_write(r, at, n, to, tag);
+void queue_pair::write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag,
+                       signaled sig) {
+    post_write(r, at, n, to, tag, sig);
     ring_checked(*_state, true);
 }
-void queue_pair::write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag) {
-    post_write_inline(bytes, to, tag);
+void queue_pair::write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag,
+                              signaled sig) {
+    post_write_inline(bytes, to, tag, sig);
     ring_checked(*_state, true);
 }
-void queue_pair::read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag) {
-    post_read(from, r, at, n, tag);
+void queue_pair::read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag,
+                      signaled sig) {
+    post_read(from, r, at, n, tag, sig);
     ring_checked(*_state, true);
 }
 void queue_pair::read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
-                      std::uint64_t tag) {
-    post_read(src, i, dst, at, n, tag);
+                      std::uint64_t tag, signaled sig) {
+    post_read(src, i, dst, at, n, tag, sig);
     ring_checked(*_state, true);
 }
 

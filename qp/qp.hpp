@@ -30,6 +30,7 @@
 #include "qp/completion.hpp"
 #include "qp/endpoint.hpp"
 #include "qp/error.hpp"
+#include "qp/handle.hpp"
 #include "qp/info.hpp"
 #include "qp/region.hpp"
 
@@ -41,24 +42,11 @@ struct qp_state;
 struct bench_access;  // bench/post_bench.cpp: the post path over plain memory, without a NIC
 }
 
-class queue_pair {
+class queue_pair : private detail::handle<detail::qp_state> {
 public:
     queue_pair() = default;
-    queue_pair(queue_pair&& o) noexcept : _nic(o._nic), _state(o._state) {
-        o._nic = nullptr;
-        o._state = nullptr;
-    }
-    queue_pair& operator=(queue_pair&& o) noexcept {
-        _nic = o._nic;
-        _state = o._state;
-        o._nic = nullptr;
-        o._state = nullptr;
-        return *this;
-    }
-    queue_pair(const queue_pair&) = delete;
-    queue_pair& operator=(const queue_pair&) = delete;
-    // Dropping a queue pair that was not destroyed leaves it to the NIC's close().
-    ~queue_pair() = default;
+    queue_pair(queue_pair&&) noexcept = default;
+    queue_pair& operator=(queue_pair&&) noexcept = default;
 
     // {qp number, first PSN of its sends, the NIC's GID 0, the NIC's MAC}.
     endpoint local() const;
@@ -77,28 +65,36 @@ public:
     // other MTU.
     result<void> connect(const endpoint& e, std::uint32_t path_mtu_bytes);
 
-    // `tag` (each post form's last argument): the caller's, handed back with the entry's
-    // completion when the queue pair belongs to a completion group (qp/group.hpp).
-    void send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    // `tag`: the caller's, handed back with the entry's completion when the queue pair belongs
+    // to a completion group (qp/group.hpp). `sig` (send-side forms): signaled::no posts an
+    // unsignalled entry, whose success poll and the group do not hand out (completed by the next
+    // signalled entry of the ring), and whose failure they do (qp/completion.hpp).
+    void send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0, signaled sig = signaled::yes);
     void receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
-    void write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0);
+    void write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0,
+               signaled sig = signaled::yes);
     // at most max_inline() bytes
-    void write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0);
-    void read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0,
+                      signaled sig = signaled::yes);
+    void read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0,
+              signaled sig = signaled::yes);
     // The seed's read: `n` bytes at offset `i` of region `src` into `dst` at `at`, where `src` is
     // a region of this queue pair's NIC and the queue pair's peer is a queue pair of that NIC
     // (it reads through the peer, which holds `src`'s key). Misuse, besides read's: `src` not of
     // this NIC or deregistered, bytes i..i+n outside `src`, the peer not a queue pair of this NIC.
     void read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
-              std::uint64_t tag = 0);
+              std::uint64_t tag = 0, signaled sig = signaled::yes);
 
-    void post_send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void post_send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0, signaled sig = signaled::yes);
     void post_receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
-    void post_write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0);
-    void post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0);
-    void post_read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
+    void post_write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0,
+                    signaled sig = signaled::yes);
+    void post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0,
+                           signaled sig = signaled::yes);
+    void post_read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0,
+                   signaled sig = signaled::yes);
     void post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
-                   std::uint64_t tag = 0);
+                   std::uint64_t tag = 0, signaled sig = signaled::yes);
     void ring(side s);
 
     // The most inline bytes one entry takes on this queue pair's NIC (mlx5 28, bnxt 96: static
@@ -127,13 +123,10 @@ public:
 private:
     friend class nic;
     friend struct detail::bench_access;
-    queue_pair(rig::nic* n, detail::qp_state* s) noexcept : _nic(n), _state(s) {}
+    queue_pair(rig::nic* n, detail::qp_state* s) noexcept : handle(n, s) {}
     detail::qp_state& live(const char* call) const;
     detail::qp_state& ready(const char* call) const;  // live and connected
     void check_local(const region& r, std::size_t at, std::size_t n, const char* call) const;
-
-    rig::nic* _nic = nullptr;
-    detail::qp_state* _state = nullptr;
 };
 
 }  // namespace rig

@@ -47,6 +47,7 @@ using entry_result = std::expected<std::uint32_t, entry_error>;
 struct entry_label {
     std::uint64_t tag = 0;
     rig::operation op = rig::operation::send;
+    bool signaled = true;   // false: a success is not handed out (take skips it)
 };
 
 class ring {
@@ -101,12 +102,15 @@ public:
         posted_ = k + 1;
     }
 
-    // Entry k's tag and operation (k posted, or being posted).
-    void label(std::uint64_t k, std::uint64_t tag, rig::operation op) noexcept { labels_[k & mask_] = {tag, op}; }
+    // Entry k's tag, operation and whether its success is handed out (k posted, or being posted).
+    void label(std::uint64_t k, std::uint64_t tag, rig::operation op, bool signaled = true) noexcept {
+        labels_[k & mask_] = {tag, op, signaled};
+    }
     // The label of entry n, valid while its slot is not posted again (after take(): the entry
     // just taken is taken() - 1).
     const entry_label& label_of(std::uint64_t n) const noexcept { return labels_[n & mask_]; }
-    // Whether take() has a result to give now.
+    // Whether take() has a result to give now (an unsignalled success counts: taking it is
+    // skipping it).
     bool due() const noexcept { return taken_ < completed_ || (failed_ && taken_ < posted_); }
 
     // A batch post's view (send_queue::post_batch): check room for n entries once, record each
@@ -196,7 +200,11 @@ public:
 
     // The result of the oldest entry not yet taken, if it has one; nothing if it has none yet or
     // no entry is due. Taking it frees its slot.
+    // An unsignalled entry that succeeded is skipped (its slot freed, nothing handed out).
     std::optional<entry_result> take() noexcept {
+        while (taken_ < completed_ && !labels_[taken_ & mask_].signaled) [[unlikely]] {
+            ++taken_;
+        }
         if (taken_ == posted_) {
             return std::nullopt;
         }

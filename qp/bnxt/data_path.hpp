@@ -51,26 +51,31 @@ public:
     // RTR->RTS: the send PSN and path MTU the PSN search entries count from.
     void start_sends(std::uint32_t sq_psn, std::uint32_t path_mtu_bytes) noexcept { sq.start(sq_psn, path_mtu_bytes); }
 
-    // `tag`: the caller's, handed back with the entry's completion by a completion group.
-    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
-        sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_SEND, local(at, n, key), 0, 0), tag, rig::operation::send);
+    // `tag`: the caller's, handed back with the entry's completion by a completion group;
+    // `signaled` false: the ring skips its success (the WQE is unsignalled either way: ring()
+    // signals a batch's last entry, whose CQE completes the batch).
+    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag, bool signaled = true) {
+        sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_SEND, local(at, n, key), 0, 0), tag, rig::operation::send, signaled);
     }
     void post_receive(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
         rq.label(rq.post(local(at, n, key)), tag, rig::operation::receive);
     }
-    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint64_t tag) {
+    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint64_t tag,
+                    bool signaled = true) {
         sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_WRITE_WQE, local(at, n, key), to.address, to.key), tag,
-                 rig::operation::write);
+                 rig::operation::write, signaled);
     }
-    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag) {
+    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag,
+                           bool signaled = true) {
         const std::string_view data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
         sq.label(sq.post(abi::write_inline_op{data, remote(to)}, abi::SQ_BASE_WQE_TYPE_WRITE_WQE,
                          static_cast<std::uint32_t>(bytes.size())),
-                 tag, rig::operation::write);
+                 tag, rig::operation::write, signaled);
     }
-    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
+    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag,
+                   bool signaled = true) {
         sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_READ_WQE, local(at, n, key), from.address, from.key), tag,
-                 rig::operation::read);
+                 rig::operation::read, signaled);
     }
     void ring(bool send) {
         if (send) {
@@ -99,7 +104,9 @@ public:
     // A CQE of a completion group's CQ (qp/bnxt/group_path.hpp) that names this queue pair's
     // handle: REQ to the send ring, RES_RC to the receive ring, TERMINAL to both (queues.cpp).
     void take_group_cqe(const std::byte* c) noexcept;
-    // After a group took in CQEs, or heard of a failure: as take_completions' end.
+    // After a group routed a CQE here: a ring that failed itself fails the other too.
+    void spread() noexcept { qp::spread_failure(sq, rq); }
+    // After a group took in every CQE, having heard of a failure: as take_completions' end.
     void settle(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
         qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
                    {"the NIC failed (firmware stopped answering or the function is gone)", 0, 0, true});

@@ -48,7 +48,9 @@ public:
     std::uint64_t posted() const noexcept { return entries_.posted(); }
     const qp::ring& entries() const noexcept { return entries_; }
     // Entry k's tag and operation, handed back with its result by a completion group.
-    void label(std::uint64_t k, std::uint64_t tag, rig::operation op) noexcept { entries_.label(k, tag, op); }
+    void label(std::uint64_t k, std::uint64_t tag, rig::operation op, bool signaled = true) noexcept {
+        entries_.label(k, tag, op, signaled);
+    }
 
     // The send PSN the QP starts from and its path MTU (RTR->RTS): the PSN search entries count
     // from here. Entries posted before (none: the API posts only once connected) keep theirs.

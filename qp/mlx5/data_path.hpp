@@ -51,23 +51,26 @@ public:
     static constexpr std::size_t max_inline = abi::max_inline;
     static constexpr std::uint64_t max_message = static_cast<std::uint64_t>(abi::max_message);
 
-    // Every entry asks for a completion: the API takes one result per entry.
-    // `tag`: the caller's, handed back with the entry's completion by a completion group.
-    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
-        sq.label(sq.post(abi::send_op{local(at, n, key)}, true), tag, rig::operation::send);
+    // `tag`: the caller's, handed back with the entry's completion by a completion group;
+    // `signaled` false: no CQE for its success (ctrl fm_ce_se without CQ_UPDATE), the ring skips it.
+    void post_send(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag, bool signaled = true) {
+        sq.label(sq.post(abi::send_op{local(at, n, key)}, signaled), tag, rig::operation::send, signaled);
     }
     void post_receive(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
         rq.label(rq.post(local(at, n, key)), tag, rig::operation::receive);
     }
-    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint64_t tag) {
-        sq.label(sq.post(abi::write_op{local(at, n, key), remote(to)}, true), tag, rig::operation::write);
+    void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint64_t tag,
+                    bool signaled = true) {
+        sq.label(sq.post(abi::write_op{local(at, n, key), remote(to)}, signaled), tag, rig::operation::write, signaled);
     }
-    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag) {
+    void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag,
+                           bool signaled = true) {
         const std::string_view data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-        sq.label(sq.post(abi::write_inline_op{data, remote(to)}, true), tag, rig::operation::write);
+        sq.label(sq.post(abi::write_inline_op{data, remote(to)}, signaled), tag, rig::operation::write, signaled);
     }
-    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag) {
-        sq.label(sq.post(abi::read_op{remote(from), local(at, n, key)}, true), tag, rig::operation::read);
+    void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag,
+                   bool signaled = true) {
+        sq.label(sq.post(abi::read_op{remote(from), local(at, n, key)}, signaled), tag, rig::operation::read, signaled);
     }
     void ring(bool send) {
         if (send) {
@@ -120,7 +123,9 @@ public:
             rq.complete(c);
         }
     }
-    // After a group took in CQEs, or heard of a failure: as take_completions' end.
+    // After a group routed a CQE here: a ring that failed itself fails the other too.
+    void spread() noexcept { qp::spread_failure(sq, rq); }
+    // After a group took in every CQE, having heard of a failure: as take_completions' end.
     void settle(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
         qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
                    {"the NIC failed (fatal health report or internal error)", 0, 0, true});

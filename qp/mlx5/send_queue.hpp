@@ -48,7 +48,9 @@ public:
     bool failed() const noexcept { return entries_.failed(); }
     const qp::ring& entries() const noexcept { return entries_; }
     // Entry k's tag and operation, handed back with its result by a completion group.
-    void label(std::uint64_t k, std::uint64_t tag, rig::operation op) noexcept { entries_.label(k, tag, op); }
+    void label(std::uint64_t k, std::uint64_t tag, rig::operation op, bool signaled = true) noexcept {
+        entries_.label(k, tag, op, signaled);
+    }
 
     // Writes one entry after the last one and returns its number; the NIC sees it at the next
     // ring(). Misuse (no room, a value abi refuses) throws std::invalid_argument and changes

@@ -39,17 +39,7 @@ using rig::test::served_function;
 using rig::test::value;
 
 // Two NICs of the family under test (RIG_TEST_FAMILY: the suite runs once per family) on one wire.
-struct two_groups {
-    rig::sim::roce::wire w;
-    served_function m1;
-    served_function m2;
-    std::unique_ptr<rig::nic> n1;
-    std::unique_ptr<rig::nic> n2;
-    rig::region r1, r2;
-    explicit two_groups(std::size_t bytes, const rig::nic_options& o = {})
-        : m1(0, &w), m2(1, &w), n1(m1.open(o)), n2(m2.open(o)),
-          r1(value(n1->allocate(bytes, rig::access::remote))), r2(value(n2->allocate(bytes, rig::access::remote))) {}
-};
+using two_groups = rig::test::two_served_functions;
 
 std::uint64_t tag_of(std::size_t qp, std::size_t k) { return (std::uint64_t{qp} << 32) | k; }
 
@@ -288,6 +278,8 @@ TEST_CASE("group: an idle wait sleeps on the eventfd", "[model][group]") {
     two_groups t(4096);
     rig::completion_group g = value(t.n1->make_group({.entries = 256, .log_ring_entries = 4}));
     rig::queue_pair q = value(t.n1->make_qp(g));
+    CHECK(g.queue_pairs() == 1);
+    CHECK_FALSE(q.destroyed());
     std::array<completion, 4> done{};
     const double cpu = thread_cpu_seconds();
     const auto wall = std::chrono::steady_clock::now();
@@ -336,7 +328,7 @@ TEST_CASE("group: 1024 queue pairs on one CQ, every one's WRITEs completed with 
     constexpr std::size_t per_qp = 3;
     rig::nic_options small_rings;   // the peers' rings as small as the group's: the model's memory per QP
     small_rings.log_ring_entries = 2;
-    two_groups t(qps * per_qp * 64, small_rings);
+    two_groups t(qps * per_qp * 64, rig::access::remote, small_rings);
     rig::completion_group g = value(t.n1->make_group({.entries = 1u << 14, .log_ring_entries = 2}));
     // Each NIC's control calls on a thread of their own (a firmware command's round trip, not
     // CPU, is what 2048 queue pairs cost, as in scale_test.cpp); the first refusal kept as text.
@@ -400,4 +392,56 @@ TEST_CASE("group: 1024 queue pairs on one CQ, every one's WRITEs completed with 
         CHECK(c.bytes == 64);
     }
     CHECK(std::memcmp(t.r1.data(), t.r2.data(), qps * per_qp * 64) == 0);
+}
+
+TEST_CASE("unsignalled entries complete silently with the next signalled one; a failing one reports its error",
+          "[model][group]") {
+    two_groups t(64 * 1024);
+    rig::queue_pair a = value(t.n1->make_qp());
+    rig::queue_pair b = value(t.n2->make_qp());
+    ok(a.connect(b.local()));
+    ok(b.connect(a.local()));
+    const std::uint32_t capacity = a.room(side::send);
+    // The per-queue-pair poll: five unsignalled WRITEs, then a signalled one: one result, all landed.
+    for (std::size_t k = 0; k < 6; ++k) {
+        std::memset(t.r1.data() + 100 * k, static_cast<int>(0x30 + k), 100);
+        a.post_write(t.r1, 100 * k, k == 5 ? 77 : 100, t.r2.remote(100 * k), k, k == 5 ? rig::signaled::yes : rig::signaled::no);
+    }
+    a.ring(side::send);
+    const auto r = a.wait(side::send, std::chrono::microseconds(5s));
+    REQUIRE(r.has_value());
+    REQUIRE(r->has_value());
+    CHECK(**r == 77u);   // the signalled one's result: the five before it are not handed out
+    CHECK_FALSE(a.poll(side::send).has_value());
+    CHECK(a.room(side::send) == capacity);   // their slots came back with it
+    CHECK(std::memcmp(t.r1.data(), t.r2.data(), 577) == 0);
+
+    // A group: only the signalled entries' completions, and an unsignalled failure's.
+    rig::completion_group g = value(t.n1->make_group({.entries = 256, .log_ring_entries = 4}));
+    rig::queue_pair q = value(t.n1->make_qp(g));
+    rig::queue_pair p = value(t.n2->make_qp());
+    ok(q.connect(p.local()));
+    ok(p.connect(q.local()));
+    for (std::uint64_t k = 1; k <= 4; ++k) {
+        q.post_write(t.r1, 0, 64, t.r2.remote(4096), k, k == 4 ? rig::signaled::yes : rig::signaled::no);
+    }
+    q.ring(side::send);
+    std::vector<completion> got = collect(g, 1, 8);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].tag == 4u);
+    CHECK(got[0].ok());
+    const rig::remote bad{t.r2.remote(0).address, t.r2.remote(0).key ^ 0x5a5a00};
+    q.post_write(t.r1, 0, 64, bad, 10, rig::signaled::no);   // fails: reported all the same
+    q.post_write(t.r1, 0, 64, t.r2.remote(0), 11);
+    q.ring(side::send);
+    got = collect(g, 2, 8);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].tag == 10u);
+    REQUIRE_FALSE(got[0].ok());
+    CHECK_FALSE(got[0].failure->flushed);
+    CHECK(got[1].tag == 11u);
+    REQUIRE_FALSE(got[1].ok());
+    CHECK(got[1].failure->flushed);
+    std::array<completion, 4> more{};
+    CHECK(g.wait(more, 20ms) == 0);
 }

@@ -329,6 +329,7 @@ TEST_CASE("queue pair: a refused make gives back what it took", "[model][mlx5][a
     }
     CHECK(nic->stranded().empty());
     auto q = value(nic->make_qp());  // and the next make works
+    CHECK_FALSE(q.destroyed());
     CHECK(m.fn.objects() == objects + 3);
 }
 

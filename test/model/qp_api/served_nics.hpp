@@ -235,22 +235,27 @@ inline std::uint32_t ring_capacity(std::uint16_t function_index = 0) {
 
 // ---- shared by the seed, error and soak suites (seed_test.cpp, errors_test.cpp, soak_test.cpp)
 
-// Two NICs of two functions on one wire, a region of `bytes` on each with access `a`, and a
-// queue pair on each connected to the other. The wire is declared first: it outlives the
-// functions that attach to it. With RIG_TEST_NICS set, n1 and n2 are those functions (the
-// served models then stand idle: only [any-nic] tests run that way).
-struct two_served_nics {
+// Two NICs of two functions of the family under test on one wire, a region of `bytes` on each
+// with access `acc`. The wire is declared first: it outlives the functions that attach to it.
+// With RIG_TEST_NICS set, n1 and n2 are those functions (the served models then stand idle: only
+// [any-nic] tests run that way).
+struct two_served_functions {
     sim::roce::wire w;
     served_function m1;
     served_function m2;
     std::unique_ptr<rig::nic> n1;
     std::unique_ptr<rig::nic> n2;
     rig::region r1, r2;
+    explicit two_served_functions(std::size_t bytes, rig::access acc = rig::access::remote, const nic_options& o = {})
+        : m1(0, &w), m2(1, &w), n1(open_test_nic(m1, 0, o)), n2(open_test_nic(m2, 1, o)),
+          r1(value(n1->allocate(bytes, acc))), r2(value(n2->allocate(bytes, acc))) {}
+};
+
+// ... and a queue pair on each, connected to the other.
+struct two_served_nics : two_served_functions {
     rig::queue_pair a, b;
     explicit two_served_nics(std::size_t bytes, rig::access acc = rig::access::remote, const nic_options& o = {})
-        : m1(0, &w), m2(1, &w), n1(open_test_nic(m1, 0, o)), n2(open_test_nic(m2, 1, o)),
-          r1(value(n1->allocate(bytes, acc))), r2(value(n2->allocate(bytes, acc))),
-          a(value(n1->make_qp())), b(value(n2->make_qp())) {
+        : two_served_functions(bytes, acc, o), a(value(n1->make_qp())), b(value(n2->make_qp())) {
         ok(a.connect(b.local()));
         ok(b.connect(a.local()));
     }
