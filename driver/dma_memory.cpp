@@ -33,6 +33,10 @@ result<dma_memory> map_memfd(std::size_t bytes, bool huge, int& fd_out, std::byt
         close(fd);
         return std::unexpected(os_error(huge ? "mmap of hugetlb DMA memory" : "mmap of DMA memory", "", err));
     }
+    // Not inherited by a child of fork(): it could not disturb the device's view of the memory
+    // (the mapping is shared, so the parent's pages never go copy-on-write either), and it holds
+    // none of it (rdma-core's ibv_fork_init does the same to registered memory).
+    static_cast<void>(madvise(p, bytes, MADV_DONTFORK));
     fd_out = fd;
     data_out = static_cast<std::byte*>(p);
     return {};

@@ -167,6 +167,10 @@ public:
             }
             m.mapped.push_back(a);
         }
+        // A child of fork() should get none of the BAR; vfio-pci's mappings are VM_IO, which
+        // madvise refuses (mm/madvise.c: MADV_DONTFORK on VM_IO is EINVAL), so this holds for
+        // the reserved range only. The DMA memory is never inherited (dma_memory.cpp).
+        static_cast<void>(madvise(base, length, MADV_DONTFORK));
         _bar_lengths[i] = length;
         _bars[i] = m;
         log().debug("{}: {} mapped, {} bytes, {} areas", _bdf, what, e.info.size, m.mapped.size());

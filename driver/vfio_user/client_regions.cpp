@@ -157,6 +157,8 @@ result<bar_mapping> client::map_bar(region index, caching mode) {
             return std::unexpected(os_error("mmap of a BAR area", _name, err));
         }
     }
+    // A child of fork() gets none of the BAR: no doorbell of this process's queues in its hands.
+    static_cast<void>(::madvise(base, reserved, MADV_DONTFORK));
     bar_mapping b{index, static_cast<std::byte*>(base), e->info.size, e->info.mappable, caching::write_back};
     _bars.emplace(std::pair{idx, mode}, b);
     return b;
