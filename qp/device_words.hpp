@@ -4,6 +4,8 @@
 // split, merge or drop (volatile, naturally aligned). A doorbell must reach the device as one
 // 8-byte write (mlx5: reference/mlx5.md §4.1 "use 8-byte doorbells"; bnxt: the kernel's writeq
 // in qplib_res.h bnxt_qplib_ring_db). Ordering is the caller's business (abi/barriers.hpp).
+#include <unistd.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +51,14 @@ struct register_port {
         return fn != nullptr && fn->region_write(bar, offset, bytes).has_value();
     }
 };
+
+// Reads an eventfd (non-blocking) down to 0: the events so far taken in before a re-arm (a
+// completion group's vector, qp/mlx5/group_path.hpp, qp/bnxt/group_path.hpp).
+inline void drain_eventfd(int fd) noexcept {
+    std::uint64_t count = 0;
+    while (::read(fd, &count, sizeof count) == static_cast<ssize_t>(sizeof count)) {
+    }
+}
 
 // Misuse check for the places given to a queue: aligned, not null.
 inline void check_aligned(const void* p, std::size_t align, const char* what) {

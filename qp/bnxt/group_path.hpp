@@ -14,8 +14,6 @@
 //   CQE already past it notifies at once, so drain-arm-drain loses none).
 //
 // Hot path (next, done): the CQ's, nothing more.
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -70,7 +68,7 @@ public:
     void done() noexcept { cq_.done(); }
 
     void arm() noexcept {
-        clear_eventfd();
+        qp::drain_eventfd(nq_.event_fd);
         if (take_notifications()) {
             store(nq_.armena, abi::fast_doorbell(abi::DBC_DBC_TYPE_CQ_ARMENA, cqn_, 0, false));
         }
@@ -84,12 +82,6 @@ public:
     int event_fd() const noexcept { return nq_.event_fd; }
 
 private:
-    void clear_eventfd() const noexcept {
-        std::uint64_t count = 0;
-        while (::read(nq_.event_fd, &count, sizeof count) == static_cast<ssize_t>(sizeof count)) {
-        }
-    }
-
     // Every new NQ entry taken; true if one was this CQ's notification.
     bool take_notifications() noexcept {
         bool ours = false;

@@ -15,8 +15,6 @@
 //
 // Hot path (next): the CQ's poll, nothing more.
 #include <poll.h>
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -58,7 +56,7 @@ public:
     static void route(member_path& p, const cqe& c) noexcept { p.take_group_cqe(c); }
 
     void arm() noexcept {
-        clear_eventfd();
+        qp::drain_eventfd(eq_.event_fd);
         take_events();
         ring_eq_doorbell();
         cq_.arm();
@@ -69,12 +67,6 @@ public:
     int event_fd() const noexcept { return eq_.event_fd; }
 
 private:
-    void clear_eventfd() const noexcept {
-        std::uint64_t count = 0;
-        while (::read(eq_.event_fd, &count, sizeof count) == static_cast<ssize_t>(sizeof count)) {
-        }
-    }
-
     // Every EQE software owns: the CQ's events counted (its arm sequence number), the rest
     // (none is asked for) passed over.
     void take_events() noexcept {
