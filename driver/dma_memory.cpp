@@ -3,7 +3,9 @@
 #include <atomic>
 #include <cerrno>
 #include <linux/memfd.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "driver/log.hpp"
@@ -81,7 +83,24 @@ result<dma_memory> dma_memory::allocate(std::size_t bytes, page_choice pages) {
     return m;
 }
 
+dma_memory dma_memory::borrow(std::byte* data, std::size_t bytes, int fd, std::uint64_t fd_offset) {
+    dma_memory m;
+    m._data = data;
+    m._size = bytes;
+    m._fd = fd;
+    m._fd_offset = fd_offset;
+    m._owned = false;
+    struct statfs fs{};
+    if (fd >= 0 && fstatfs(fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC) {
+        m._page = huge_page;   // a hugetlbfs file is mapped in whole huge pages (a server too)
+    }
+    return m;
+}
+
 dma_memory::~dma_memory() {
+    if (!_owned) {
+        return;
+    }
     if (_data != nullptr) {
         munmap(_data, _size);
     }

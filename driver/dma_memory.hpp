@@ -24,6 +24,10 @@ public:
 
     // At least `bytes`, rounded up to whole pages, zero-filled.
     static result<dma_memory> allocate(std::size_t bytes, page_choice pages = page_choice::automatic);
+    // Memory the caller already has and keeps: `bytes` at `data` (whole pages), mapped from `fd`
+    // at `fd_offset` when it has a file (memfd, hugetlbfs; -1: none). Nothing is unmapped or
+    // closed when it goes. Its page size is the file's (hugetlbfs: 2 MiB), else 4 KiB.
+    static dma_memory borrow(std::byte* data, std::size_t bytes, int fd = -1, std::uint64_t fd_offset = 0);
 
     dma_memory() = default;
     dma_memory(dma_memory&& o) noexcept { swap(o); }
@@ -40,6 +44,9 @@ public:
     std::size_t size() const noexcept { return _size; }
     std::span<std::byte> bytes() const noexcept { return {_data, _size}; }
     int fd() const noexcept { return _fd; }
+    // Where data() lies in fd()'s file (0 for memory of allocate()).
+    std::uint64_t fd_offset() const noexcept { return _fd_offset; }
+    bool owned() const noexcept { return _owned; }
     std::size_t page_size() const noexcept { return _page; }
     bool huge() const noexcept { return _page == huge_page; }
     explicit operator bool() const noexcept { return _data != nullptr; }
@@ -50,11 +57,15 @@ private:
         std::swap(_size, o._size);
         std::swap(_fd, o._fd);
         std::swap(_page, o._page);
+        std::swap(_fd_offset, o._fd_offset);
+        std::swap(_owned, o._owned);
     }
     std::byte* _data = nullptr;
     std::size_t _size = 0;
     int _fd = -1;
     std::size_t _page = small_page;
+    std::uint64_t _fd_offset = 0;
+    bool _owned = true;   // false: borrowed, the caller's to unmap and close
 };
 
 }  // namespace rig::driver

@@ -104,6 +104,14 @@ public:
     // Caller memory (a driver::dma_memory: memfd pages this process owns) registered whole; the
     // NIC owns it from now on and frees it at deregister. Misuse: empty memory, NIC closed.
     result<region> register_memory(driver::dma_memory memory, access a);
+    // Memory the application already has, registered as it lies: on kernel VFIO any range of
+    // the address space (VFIO_IOMMU_MAP_DMA takes any address); on vfio-user memory mapped from a
+    // file (memfd, hugetlbfs), whose descriptor the server maps, refused by name without one
+    // (unless the NIC was opened with vfio_user_dma_by_message). The application keeps it:
+    // deregister and close unmap it from the NIC and leave it mapped in the process (stranded
+    // memory, which the NIC may still write, it must keep). Misuse: empty, or not whole 4 KiB
+    // pages; the NIC closed.
+    result<region> register_memory(const app_memory& memory, access a);
 
     // An unconnected queue pair whose sends start at a random PSN. Misuse: the NIC closed.
     result<queue_pair> make_qp();

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "abi/bits.hpp"
 #include "qp/control.hpp"
 #include "qp/nic.hpp"
 
@@ -64,6 +65,21 @@ result<region> nic::register_memory(driver::dma_memory memory, access a) {
         misuse("register_memory: empty memory");
     }
     return add_region(std::move(memory), a, "register_memory");
+}
+
+result<region> nic::register_memory(const app_memory& memory, access a) {
+    constexpr std::uintptr_t page = driver::dma_memory::small_page;
+    if (memory.bytes.empty()) {
+        misuse("register_memory: empty memory");
+    }
+    if (reinterpret_cast<std::uintptr_t>(memory.bytes.data()) % page != 0 || memory.bytes.size() % page != 0 ||
+        memory.fd_offset % page != 0) {
+        misuse("register_memory: " + std::to_string(memory.bytes.size()) + " bytes at " +
+               abi::hex(reinterpret_cast<std::uintptr_t>(memory.bytes.data())) + " (file offset " +
+               std::to_string(memory.fd_offset) + ") are not whole 4 KiB pages");
+    }
+    return add_region(driver::dma_memory::borrow(memory.bytes.data(), memory.bytes.size(), memory.fd, memory.fd_offset),
+                      a, "register_memory");
 }
 
 result<region> nic::add_region(driver::dma_memory memory, access a, const char* call) {

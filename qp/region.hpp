@@ -47,6 +47,14 @@ struct remote {
     friend bool operator==(const remote&, const remote&) = default;
 };
 
+// Memory the application already has (nic::register_memory): `bytes` (whole 4 KiB pages), and
+// the file it is mapped from when it has one (a memfd, a hugetlbfs file: `fd` at `fd_offset`).
+struct app_memory {
+    std::span<std::byte> bytes;
+    int fd = -1;
+    std::uint64_t fd_offset = 0;
+};
+
 class region {
 public:
     region() = default;
@@ -64,8 +72,9 @@ public:
     bool registered() const noexcept;
     rig::nic* owner() const noexcept { return _nic; }
 
-    // The NIC forgets the key and the memory is freed: Ok, or the firmware's refusal, after
-    // which the region stays registered. Misuse if already deregistered.
+    // The NIC forgets the key and the memory is freed (the application's own memory: unmapped
+    // from the NIC and left to it): Ok, or the firmware's refusal, after which the region stays
+    // registered. Misuse if already deregistered.
     result<void> deregister();
 
     friend bool operator==(const region& a, const region& b) noexcept { return a._state == b._state; }

@@ -241,6 +241,12 @@ result<std::uint64_t> client::dma_map(const dma_memory& memory, std::size_t offs
     if (!_options.vfio_user_dma_by_message && _server.max_msg_fds == 0) {
         return std::unexpected(fail(what, _name, "server takes no fds (max_msg_fds 0): map by message", ENOTSUP));
     }
+    if (!_options.vfio_user_dma_by_message && memory.fd() < 0) {
+        return std::unexpected(fail(what, _name,
+                                    "memory without a file descriptor: a vfio-user server maps client memory by fd "
+                                    "(use memfd or hugetlbfs memory, or open with vfio_user_dma_by_message)",
+                                    EINVAL));
+    }
     if (_windows.size() >= _server.max_dma_maps) {
         return std::unexpected(fail(what, _name, "server's max_dma_maps reached", ENOSPC));
     }
@@ -251,7 +257,7 @@ result<std::uint64_t> client::dma_map(const dma_memory& memory, std::size_t offs
     const auto bits = static_cast<std::uint32_t>(access);
     const bool by_fd = !_options.vfio_user_dma_by_message;
     const abi::dma_map req{sizeof(abi::dma_map), bits & (abi::dma_flag_read | abi::dma_flag_write),
-                           by_fd ? offset : 0, *iova, bytes};
+                           by_fd ? memory.fd_offset() + offset : 0, *iova, bytes};
     const int fd = memory.fd();
     auto m = call(command::dma_map, bytes_of(req), by_fd ? std::span<const int>(&fd, 1) : std::span<const int>());
     if (!m) {
