@@ -372,12 +372,6 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
     _slot_done[slot] = false;
     // Issued from the event thread (a handler): no one else would take its CMD event.
     const bool must_poll = _event_thread == std::this_thread::get_id();
-    // Rung in event mode: the device posts a CMD EQE for it, and the slot is given back only
-    // once the event thread took that EQE, as the kernel's waiter waits for its completion from
-    // the EQ handler (cmd.c wait_func). Released on the ownership bit alone, a slot could be
-    // rung again and again while its EQEs pile up unconsumed behind a starved event thread
-    // until the EQ overruns (the model's health syndrome 0xc, seen under load).
-    const bool expect_event = _events.load(std::memory_order_acquire) && !must_poll;
 
     // Mailbox chains: data, next pointer, block number, token, then the signatures.
     const auto build_chain = [&](std::size_t first, std::size_t n, std::span<const std::byte> data) {
@@ -471,8 +465,9 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
         }
         if (_events.load(std::memory_order_acquire) && !must_poll) {
             g.lock();
-            // Handed back already, rung before event mode: no CMD event will come for it.
-            if (!expect_event && owned_by_sw()) {
+            // Handed back already (a command rung before the EQ existed, or one the device ran
+            // before its waiter got here): the event, if any, would add nothing.
+            if (owned_by_sw()) {
                 break;
             }
             _done.wait_until(g, deadline, [&] { return _slot_done[slot] || _failure || !_events.load(); });
