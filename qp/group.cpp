@@ -163,6 +163,19 @@ void fill(completion& out, const detail::qp_state& s, const Path& p, bool send, 
     }
 }
 
+// Ring `send` of `s`: its due results into out[n..] while there is room; returns the new n.
+template <class Path>
+std::size_t take_results(const detail::qp_state& s, Path& p, bool send, std::span<completion> out, std::size_t n) {
+    while (n < out.size()) {
+        std::optional<qp::entry_result> r = p.take(send);
+        if (!r) {
+            break;
+        }
+        fill(out[n++], s, p, send, *r);
+    }
+    return n;
+}
+
 // The ready rings' results into out[n..]; returns the new n. A ring leaves the list once it has
 // nothing due; one whose results did not all fit stays first for the next poll.
 template <class Member>
@@ -174,13 +187,7 @@ std::size_t take_ready(detail::group_state& g, std::span<completion> out, std::s
             continue;
         }
         auto& p = std::get<Member>(s->path);
-        while (n < out.size()) {
-            std::optional<qp::entry_result> r = p.take(send);
-            if (!r) {
-                break;
-            }
-            fill(out[n++], *s, p, send, *r);
-        }
+        n = take_results(*s, p, send, out, n);
         if (p.entries(send).due()) {
             break;  // out is full
         }
@@ -205,18 +212,11 @@ void settle_members(detail::group_state& g, bool machine_failed) {
     }
 }
 
-// Ring `send` of `s`: its due results into out[n..] while there is room; what does not fit
-// waits in the ready list (only ever when out is full). Returns the new n.
+// take_results, and what does not fit waits in the ready list (only ever when out is full).
 template <class Path>
 std::size_t take_ring(detail::group_state& g, detail::qp_state& s, Path& p, bool send, std::span<completion> out,
                       std::size_t n) {
-    while (n < out.size()) {
-        std::optional<qp::entry_result> r = p.take(send);
-        if (!r) {
-            return n;
-        }
-        fill(out[n++], s, p, send, *r);
-    }
+    n = take_results(s, p, send, out, n);
     queue_if_due(g, s, p, send);
     return n;
 }
@@ -244,8 +244,7 @@ std::size_t drain(detail::group_state& g, Group& gp, std::span<completion> out, 
         if (last == nullptr || last->group_key != key) {
             const auto it = g.members.find(key);
             if (it == g.members.end()) [[unlikely]] {
-                ++g.stray;
-                continue;
+                continue;   // a queue pair destroyed since the NIC wrote it: no one's
             }
             last = it->second;
         }

@@ -38,7 +38,6 @@ struct group_state {
     std::size_t ready_head = 0;
     // Set by the NIC's event thread: a member's failure, or the NIC's, is to be taken in.
     std::atomic<bool> settle{false};
-    std::uint64_t stray = 0;          // CQEs that named no member (destroyed since they were written)
     bool destroyed = false;
 };
 

@@ -228,7 +228,7 @@ result<queue_pair> nic::add_qp(std::unique_ptr<detail::qp_state> s, std::uint8_t
     if (group != nullptr) {
         std::lock_guard m(group->lock);
         group->members[s->group_key] = s.get();
-        group->reserved += detail::on_path(*s, [](const auto& p) { return p.entries(true).slots() + p.entries(false).slots(); });
+        group->reserved += detail::ring_slots(*s);
         group->ready.reserve(2 * group->members.size());
     }
     _qps.push_back(std::move(s));
@@ -313,7 +313,7 @@ result<void> nic::release_qp(detail::qp_state& s) {
         });
     }
     if (detail::group_state* group = s.group) {
-        // Its completions still in the group's CQ are passed over from now on (stray).
+        // Its completions still in the group's CQ are passed over from now on (no member).
         std::lock_guard m(group->lock);
         for (auto& waiting : group->ready) {
             if (waiting.first == &s) {
@@ -321,7 +321,7 @@ result<void> nic::release_qp(detail::qp_state& s) {
             }
         }
         if (group->members.erase(s.group_key) != 0) {
-            group->reserved -= detail::on_path(s, [](const auto& p) { return p.entries(true).slots() + p.entries(false).slots(); });
+            group->reserved -= detail::ring_slots(s);
         }
     }
     if (auto r = _control->release_qp(s); !r) {

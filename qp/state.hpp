@@ -98,4 +98,9 @@ template <class F>
     no_data_path();
 }
 
+// The slots of both rings of `s`: the CQ entries its completions may take at once.
+inline std::uint32_t ring_slots(const qp_state& s) {
+    return on_path(s, [](const auto& p) { return p.entries(true).slots() + p.entries(false).slots(); });
+}
+
 }  // namespace rig::detail

@@ -78,9 +78,6 @@ public:
         cq_.arm();
     }
 
-    std::uint32_t cqn() const noexcept { return cqn_; }
-    int event_fd() const noexcept { return nq_.event_fd; }
-
 private:
     // Every new NQ entry taken; true if one was this CQ's notification.
     bool take_notifications() noexcept {

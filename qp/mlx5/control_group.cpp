@@ -46,15 +46,12 @@ result<void> control::make_group(detail::group_state& g) {
                                 " kept for groups, all in use (nic_options::completion_vectors)"));
     }
     auto objects = std::make_unique<group_objects>();
+    g.vector = *vector;   // release_group frees it
+    // A refused make gives back what it took, as release_group does (bnxt's the same).
     const auto give_back = [&](const fw::error& e) -> result<void> {
         error out = refused(e);
-        if (objects->cq.alive()) {
-            static_cast<void>(objects->cq.destroy(commands(), _fn, stranded_registry(), by()));
-        }
-        if (objects->eq.alive()) {
-            static_cast<void>(objects->eq.destroy(commands(), _fn, stranded_registry(), by()));
-        }
-        _vector_used[*vector] = false;
+        g.family = std::move(objects);
+        static_cast<void>(release_group(g));
         return std::unexpected(std::move(out));
     };
     // On the UAR of the NIC's own EQ, as the kernel keeps its completion EQs on its priv UAR:
@@ -77,7 +74,6 @@ result<void> control::make_group(detail::group_state& g) {
     std::byte* const uar = uar_page();
     const int fd = _hca->event_queue()->vector_fd(*vector);
     g.cq = objects->cq.cqn();
-    g.vector = *vector;
     g.event_fd = fd;
     const std::uint64_t eq_doorbell = std::uint64_t{eq_uar} * mabi::uar_page_size + mabi::uar::eq_doorbell_arm;
     const qp::register_port port{.mapped = _bar0.covers(eq_doorbell, 4) ? _bar0.base + eq_doorbell : nullptr,

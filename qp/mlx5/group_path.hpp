@@ -62,10 +62,6 @@ public:
         cq_.arm();
     }
 
-    std::uint32_t cqn() const noexcept { return cqn_; }
-    std::uint32_t eqn() const noexcept { return eq_.eqn; }
-    int event_fd() const noexcept { return eq_.event_fd; }
-
 private:
     // Every EQE software owns: the CQ's events counted (its arm sequence number), the rest
     // (none is asked for) passed over.
