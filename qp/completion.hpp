@@ -14,8 +14,11 @@ namespace rig {
 // A queue pair's two rings.
 enum class side : std::uint8_t { send, receive };
 
-// What the entry asked for.
-enum class operation : std::uint8_t { send, receive, write, read };
+// What the entry asked for. A receive's completion says what consumed it: receive (a SEND or
+// SEND with immediate: the message in the receive's buffers) or write_imm (the peer's WRITE with
+// immediate: its bytes at the WRITE's target, the receive's buffers untouched; verbs'
+// IBV_WC_RECV_RDMA_WITH_IMM).
+enum class operation : std::uint8_t { send, receive, write, read, send_imm, write_imm };
 
 constexpr std::string_view to_string(operation o) noexcept {
     switch (o) {
@@ -23,6 +26,8 @@ constexpr std::string_view to_string(operation o) noexcept {
     case operation::receive: return "receive";
     case operation::write: return "write";
     case operation::read: return "read";
+    case operation::send_imm: return "send with immediate";
+    case operation::write_imm: return "write with immediate";
     }
     return "?";
 }
@@ -40,6 +45,9 @@ struct completion {
     operation op = operation::send;
     std::uint64_t tag = 0;              // the caller's, given when the entry was posted
     std::uint32_t bytes = 0;            // bytes moved (a receive: the message's length); 0 when it failed
+    // A receive consumed by a SEND or WRITE with immediate: the 32-bit value its sender gave
+    // (host order; big-endian on the wire, IB spec 9.3.7). Empty otherwise.
+    std::optional<std::uint32_t> immediate;
     // Why it failed (kind entry; failure->flushed: it did not fail itself, its queue pair had
     // failed). Empty: it completed Ok.
     std::optional<error> failure;

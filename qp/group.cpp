@@ -156,9 +156,11 @@ void fill(completion& out, const detail::qp_state& s, const Path& p, bool send, 
     out.tag = label.tag;
     if (r) {
         out.bytes = *r;
+        out.immediate = label.has_immediate ? std::optional(label.immediate) : std::nullopt;
         out.failure.reset();
     } else {
         out.bytes = 0;
+        out.immediate.reset();
         out.failure = detail::entry_failure(out.ring, r.error());
     }
 }

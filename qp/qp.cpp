@@ -145,6 +145,25 @@ void queue_pair::post_write(const region& r, std::size_t at, std::size_t n, cons
     detail::on_path(s, [&](auto& p) { p.post_write(m.iova + at, n, m.key, to, tag, sig == signaled::yes); });
 }
 
+void queue_pair::post_send_imm(const region& r, std::size_t at, std::size_t n, std::uint32_t immediate,
+                               std::uint64_t tag, signaled sig) {
+    detail::qp_state& s = ready("send_imm");
+    check_local(r, at, n, "send_imm");
+    const detail::region_state& m = *r._state;
+    detail::on_path(s, [&](auto& p) { p.post_send_imm(m.iova + at, n, m.key, immediate, tag, sig == signaled::yes); });
+}
+
+void queue_pair::post_write_imm(const region& r, std::size_t at, std::size_t n, const remote& to,
+                                std::uint32_t immediate, std::uint64_t tag, signaled sig) {
+    detail::qp_state& s = ready("write_imm");
+    check_local(r, at, n, "write_imm");
+    check_remote(to, "write_imm");
+    const detail::region_state& m = *r._state;
+    detail::on_path(s, [&](auto& p) {
+        p.post_write_imm(m.iova + at, n, m.key, to, immediate, tag, sig == signaled::yes);
+    });
+}
+
 void queue_pair::post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag,
                                    signaled sig) {
     detail::qp_state& s = ready("write_inline");
@@ -207,6 +226,16 @@ void queue_pair::receive(const region& r, std::size_t at, std::size_t n, std::ui
 void queue_pair::write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag,
                        signaled sig) {
     post_write(r, at, n, to, tag, sig);
+    ring_checked(*_state, true);
+}
+void queue_pair::send_imm(const region& r, std::size_t at, std::size_t n, std::uint32_t immediate, std::uint64_t tag,
+                          signaled sig) {
+    post_send_imm(r, at, n, immediate, tag, sig);
+    ring_checked(*_state, true);
+}
+void queue_pair::write_imm(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint32_t immediate,
+                           std::uint64_t tag, signaled sig) {
+    post_write_imm(r, at, n, to, immediate, tag, sig);
     ring_checked(*_state, true);
 }
 void queue_pair::write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag,

@@ -12,7 +12,8 @@
 //   while (!q.poll(rig::side::send)) {}
 //   q.destroy();
 //
-// Posting: send/receive/write/write_inline/read write one entry and ring the doorbell. The
+// Posting: send/receive/write/write_inline/read (and send_imm/write_imm, with immediate data)
+// write one entry and ring the doorbell. The
 // post_* forms write the entry only; ring(side) then tells the NIC about every entry posted
 // since the last ring, with one doorbell (batching).
 // Misuse throws std::invalid_argument and changes nothing: destroyed, not connected, a region of
@@ -73,6 +74,14 @@ public:
     void receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
     void write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0,
                signaled sig = signaled::yes);
+    // With immediate data: the message carries `immediate` (32 bits, host order), and the
+    // peer's oldest receive completes with it (completion::immediate, op receive for a SEND,
+    // write_imm for a WRITE: its bytes at `to`, the receive's buffers untouched). Either consumes
+    // a receive of the peer: none posted is a receiver-not-ready wait, as for SEND.
+    void send_imm(const region& r, std::size_t at, std::size_t n, std::uint32_t immediate, std::uint64_t tag = 0,
+                  signaled sig = signaled::yes);
+    void write_imm(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint32_t immediate,
+                   std::uint64_t tag = 0, signaled sig = signaled::yes);
     // at most max_inline() bytes
     void write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0,
                       signaled sig = signaled::yes);
@@ -89,6 +98,10 @@ public:
     void post_receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
     void post_write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0,
                     signaled sig = signaled::yes);
+    void post_send_imm(const region& r, std::size_t at, std::size_t n, std::uint32_t immediate, std::uint64_t tag = 0,
+                       signaled sig = signaled::yes);
+    void post_write_imm(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint32_t immediate,
+                        std::uint64_t tag = 0, signaled sig = signaled::yes);
     void post_write_inline(std::span<const std::byte> bytes, const remote& to, std::uint64_t tag = 0,
                            signaled sig = signaled::yes);
     void post_read(const remote& from, const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0,

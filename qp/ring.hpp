@@ -44,11 +44,16 @@ using entry_result = std::expected<std::uint32_t, entry_error>;
 
 // What the caller said of an entry when posting it: its tag and operation (a completion group
 // hands them back with the entry's result, qp/group.hpp).
+// A receive's label also takes what its completion said of the message that consumed it: its
+// immediate data, and op write_imm when a WRITE with immediate consumed it (note_immediate).
 struct entry_label {
     std::uint64_t tag = 0;
+    std::uint32_t immediate = 0;
     rig::operation op = rig::operation::send;
     bool signaled = true;   // false: a success is not handed out (take skips it)
+    bool has_immediate = false;
 };
+static_assert(sizeof(entry_label) == 16, "a label stays two words: one store pair per post");
 
 class ring {
 public:
@@ -104,7 +109,15 @@ public:
 
     // Entry k's tag, operation and whether its success is handed out (k posted, or being posted).
     void label(std::uint64_t k, std::uint64_t tag, rig::operation op, bool signaled = true) noexcept {
-        labels_[k & mask_] = {tag, op, signaled};
+        labels_[k & mask_] = {tag, 0, op, signaled, false};
+    }
+    // Receive entry k (posted, without a result yet) was consumed by a message with immediate
+    // data `imm`; `by`: receive for a SEND, write_imm for a WRITE with immediate.
+    void note_immediate(std::uint64_t k, std::uint32_t imm, rig::operation by) noexcept {
+        entry_label& l = labels_[k & mask_];
+        l.immediate = imm;
+        l.has_immediate = true;
+        l.op = by;
     }
     // The label of entry n, valid while its slot is not posted again (after take(): the entry
     // just taken is taken() - 1).

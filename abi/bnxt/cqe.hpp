@@ -206,6 +206,11 @@ namespace fast {
 [[gnu::always_inline]] inline std::uint16_t res_flags(const std::byte* cqe) noexcept {
     return static_cast<std::uint16_t>(load(cqe, field_of<cq_res_rc>("flags")));
 }
+// RES_RC with flags IMM: the immediate, little-endian (bnxt_re_poll_success_rcqe swaps it to
+// the wire's big-endian for verbs; Rig hands out host order)
+[[gnu::always_inline]] inline std::uint32_t res_immediate(const std::byte* cqe) noexcept {
+    return static_cast<std::uint32_t>(load(cqe, field_of<cq_res_rc>("imm_data_or_inv_r_key")));
+}
 [[gnu::always_inline]] inline std::uint32_t res_wr_id(const std::byte* cqe) noexcept {
     return static_cast<std::uint32_t>(load(cqe, field_of<cq_res_rc>("srq_or_rq_wr_id")));
 }

@@ -131,6 +131,11 @@ struct send_inline_op { std::string_view data; };
 struct write_op       { std::span<const local> src; remote dst; };
 struct write_inline_op { std::string_view data; remote dst; };
 struct read_op        { remote src; std::span<const local> dst; };
+// With immediate data (IB spec 9.3.7): the header's immediate field holds the value
+// little-endian and the card sends it big-endian (rdma-core bnxt_re_post_send: key_immd =
+// htole32(be32toh(imm_data))). Not in `op`, the seed's set.
+struct send_imm_op    { std::span<const local> src; std::uint32_t immediate; };
+struct write_imm_op   { std::span<const local> src; remote dst; std::uint32_t immediate; };
 
 using op = std::variant<send_op, send_inline_op, write_op, write_inline_op, read_op>;
 
@@ -261,9 +266,12 @@ inline void check_inline(std::string_view data, wqe_mode mode) {
 }
 
 inline std::array<std::byte, 32> send_header(std::uint8_t flags, std::size_t slots,
-                                             std::uint32_t length) {
+                                             std::uint32_t length,
+                                             std::uint8_t type = SQ_BASE_WQE_TYPE_SEND,
+                                             std::uint32_t immediate = 0) {
     sq_send_hdr h{};
-    h.wqe_type = SQ_BASE_WQE_TYPE_SEND;
+    h.wqe_type = type;
+    h.inv_key_or_imm_data = immediate;
     h.flags = flags;
     h.wqe_size = static_cast<std::uint8_t>(slots);
     h.length = length;
@@ -272,9 +280,10 @@ inline std::array<std::byte, 32> send_header(std::uint8_t flags, std::size_t slo
 
 inline std::array<std::byte, 32> rdma_header(std::uint8_t type, std::uint8_t flags,
                                              std::size_t slots, std::uint32_t length,
-                                             const remote& r) {
+                                             const remote& r, std::uint32_t immediate = 0) {
     sq_rdma_hdr h{};
     h.wqe_type = type;
+    h.imm_data = immediate;
     h.flags = flags;
     h.wqe_size = static_cast<std::uint8_t>(slots);
     h.length = length;
@@ -343,6 +352,31 @@ inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mod
 }
 
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const send_imm_op& o, bool signal) {
+    const std::uint32_t length = detail::total_length(o.src);
+    const std::size_t used = 2 + o.src.size();
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    detail::put_entry(ring, at, taken,
+                      detail::send_header(detail::signal_flag(signal), used, length,
+                                          SQ_BASE_WQE_TYPE_SEND_W_IMMEAD, o.immediate),
+                      o.src, {});
+    return taken;
+}
+
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                         const write_imm_op& o, bool signal) {
+    const std::uint32_t length = detail::total_length(o.src);
+    detail::check_remote(o.dst);
+    const std::size_t used = 2 + o.src.size();
+    const std::size_t taken = detail::check_place(ring, at, mode, used);
+    detail::put_entry(ring, at, taken,
+                      detail::rdma_header(SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD, detail::signal_flag(signal),
+                                          used, length, o.dst, o.immediate),
+                      o.src, {});
+    return taken;
+}
+
+inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
                          const read_op& o, bool signal) {
     detail::check_remote(o.src);
     const std::uint32_t length = detail::total_length(o.dst);
@@ -361,21 +395,25 @@ inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mod
 // caller gives values that fit (a checked length, key and address). Static mode only.
 namespace fast {
 
-// A 128-byte static WQE with one element: SEND (remote ignored), WRITE or READ (wqe_type).
+// A 128-byte static WQE with one element: SEND (remote ignored), WRITE or READ (wqe_type), or
+// SEND or WRITE with `immediate`.
 [[gnu::always_inline]] inline void write_one(std::byte* wqe, std::uint8_t wqe_type, std::uint8_t flags,
-                                             const local& l, std::uint64_t remote_va, std::uint32_t remote_key) noexcept {
+                                             const local& l, std::uint64_t remote_va, std::uint32_t remote_key,
+                                             std::uint32_t immediate = 0) noexcept {
     static constexpr field_desc type = field_of<sq_rdma_hdr>("wqe_type"), flag = field_of<sq_rdma_hdr>("flags"),
                                 size = field_of<sq_rdma_hdr>("wqe_size"), length = field_of<sq_rdma_hdr>("length"),
                                 va = field_of<sq_rdma_hdr>("remote_va"), key = field_of<sq_rdma_hdr>("remote_key"),
                                 sge_va = field_of<sq_sge>("va_or_pa"), sge_key = field_of<sq_sge>("l_key"),
-                                sge_size = field_of<sq_sge>("size");
+                                sge_size = field_of<sq_sge>("size"), imm = field_of<sq_rdma_hdr>("imm_data");
     static_assert(type.off == field_of<sq_send_hdr>("wqe_type").off && length.off == field_of<sq_send_hdr>("length").off);
+    static_assert(imm.off == field_of<sq_send_hdr>("inv_key_or_imm_data").off);
     std::memset(wqe, 0, static_wqe_slots * wqe_slot_size);
     store(wqe, type, wqe_type);
     store(wqe, flag, flags);
     store(wqe, size, 3);   // header (2 slots) + one element
     store(wqe, length, static_cast<std::uint64_t>(l.bytes));
-    if (wqe_type != SQ_BASE_WQE_TYPE_SEND) {
+    store(wqe, imm, immediate);
+    if (wqe_type != SQ_BASE_WQE_TYPE_SEND && wqe_type != SQ_BASE_WQE_TYPE_SEND_W_IMMEAD) {
         store(wqe, va, remote_va);
         store(wqe, key, remote_key);
     }

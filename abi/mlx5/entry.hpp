@@ -49,6 +49,11 @@ struct write_op        { local src; remote dst; };
 struct write_inline_op { std::string_view data; remote dst; };
 struct read_op         { remote src; local dst; };
 struct send_op         { local src; };
+// With immediate data (IB spec 9.3.7): the ctrl segment's imm word carries it, big-endian as
+// the wire does; the peer's receive completes with it (RESP_SEND_IMM, RESP_WR_IMM). Not in
+// `op`: the seed's generic writer takes the four operations above.
+struct write_imm_op    { local src; remote dst; std::uint32_t immediate; };
+struct send_imm_op     { local src; std::uint32_t immediate; };
 
 using op = std::variant<write_op, write_inline_op, read_op, send_op>;
 
@@ -137,12 +142,12 @@ struct block {
         }
     }
     void ctrl(std::uint32_t index, send_opcode opc, std::uint32_t qpn, std::uint32_t ds,
-              bool signal) const noexcept {
+              bool signal, std::uint32_t immediate = 0) const noexcept {
         const std::uint32_t w0 = ((index & 0xffffu) << 8) | static_cast<std::uint32_t>(opc);
         const std::uint32_t w1 = (qpn << 8) | ds;
         put(0, lo_hi(to_be32(w0), to_be32(w1)));
-        // byte 8 signature 0, bytes 9..10 stream id 0, byte 11 fm_ce_se, bytes 12..15 imm 0
-        put(1, lo_hi(to_be32(signal ? ctrl_cq_update : 0u), 0));
+        // byte 8 signature 0, bytes 9..10 stream id 0, byte 11 fm_ce_se, bytes 12..15 imm
+        put(1, lo_hi(to_be32(signal ? ctrl_cq_update : 0u), to_be32(immediate)));
     }
     void raddr(std::size_t seg, const remote& r) const noexcept {
         put(seg * 2, to_be64(static_cast<std::uint64_t>(r.address)));
@@ -210,7 +215,7 @@ namespace detail {
 // post loop (qp/mlx5's send_queue) g++ otherwise may keep them calls, 2-3x the entry's cost
 // (bench-post); flatten on the caller alone proved fickle.
 [[gnu::always_inline]] inline void rdma(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
-                 send_opcode opc, const local& l, const remote& r, bool signal) {
+                 send_opcode opc, const local& l, const remote& r, bool signal, std::uint32_t immediate = 0) {
     const slot s(b, at, qp, index);
     if (!(s.ok & valid_message(l) & valid(r))) [[unlikely]] {
         refuse_entry(at, b.size(), qp, index, l.address, l.bytes, l.key, r.address, r.key, 0, true,
@@ -219,8 +224,20 @@ namespace detail {
     const block w{s.p};
     w.raddr(1, r);
     const std::uint32_t segs = w.local_side(2, l);
-    w.ctrl(s.idx, opc, s.qpn, 2 + segs, signal);
+    w.ctrl(s.idx, opc, s.qpn, 2 + segs, signal, immediate);
     w.zero(4 + 2 * segs);
+}
+
+[[gnu::always_inline]] inline void send(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                                        send_opcode opc, const local& l, bool signal, std::uint32_t immediate = 0) {
+    const slot s(b, at, qp, index);
+    if (!(s.ok & valid_message(l))) [[unlikely]] {
+        refuse_entry(at, b.size(), qp, index, l.address, l.bytes, l.key, 0, 0, 0, true, max_message);
+    }
+    const block w{s.p};
+    const std::uint32_t segs = w.local_side(1, l);
+    w.ctrl(s.idx, opc, s.qpn, 1 + segs, signal, immediate);
+    w.zero(2 + 2 * segs);
 }
 }  // namespace detail
 
@@ -236,15 +253,17 @@ namespace detail {
 
 [[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
                   const send_op& o, bool signal) {
-    const detail::slot s(b, at, qp, index);
-    if (!(s.ok & detail::valid_message(o.src))) [[unlikely]] {
-        detail::refuse_entry(at, b.size(), qp, index, o.src.address, o.src.bytes, o.src.key, 0, 0,
-                             0, true, max_message);
-    }
-    const detail::block w{s.p};
-    const std::uint32_t segs = w.local_side(1, o.src);
-    w.ctrl(s.idx, send_opcode::send, s.qpn, 1 + segs, signal);
-    w.zero(2 + 2 * segs);
+    detail::send(b, at, qp, index, send_opcode::send, o.src, signal);
+}
+
+[[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const write_imm_op& o, bool signal) {
+    detail::rdma(b, at, qp, index, send_opcode::rdma_write_imm, o.src, o.dst, signal, o.immediate);
+}
+
+[[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,
+                  const send_imm_op& o, bool signal) {
+    detail::send(b, at, qp, index, send_opcode::send_imm, o.src, signal, o.immediate);
 }
 
 [[gnu::always_inline]] inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::int64_t index,

@@ -72,6 +72,16 @@ public:
                          static_cast<std::uint32_t>(bytes.size())),
                  tag, rig::operation::write, signaled);
     }
+    void post_write_imm(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint32_t imm,
+                        std::uint64_t tag, bool signaled = true) {
+        sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD, local(at, n, key), to.address, to.key, imm), tag,
+                 rig::operation::write_imm, signaled);
+    }
+    void post_send_imm(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint32_t imm, std::uint64_t tag,
+                       bool signaled = true) {
+        sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_SEND_W_IMMEAD, local(at, n, key), 0, 0, imm), tag,
+                 rig::operation::send_imm, signaled);
+    }
     void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag,
                    bool signaled = true) {
         sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_READ_WQE, local(at, n, key), from.address, from.key), tag,

@@ -117,8 +117,8 @@ receive_queue::receive_queue(receive_queue_memory m, std::uint32_t qpn)
     check_aligned(m.doorbell, 8, "receive queue doorbell");
 }
 
-void receive_queue::complete(std::uint8_t status, std::uint16_t flags, std::uint32_t wr_id,
-                             std::uint32_t length) noexcept {
+void receive_queue::complete(std::uint8_t status, std::uint16_t flags, std::uint32_t wr_id, std::uint32_t length,
+                             std::uint32_t immediate) noexcept {
     if (entries_.failed() || status == abi::CQ_RES_RC_STATUS_HW_FLUSH_ERR) {
         return;   // after the failure, and the NIC's own flushes: skipped (bnxt_re_poll_err_rcqe)
     }
@@ -128,6 +128,12 @@ void receive_queue::complete(std::uint8_t status, std::uint16_t flags, std::uint
         return;
     }
     if (status == abi::CQ_RES_RC_STATUS_OK) [[likely]] {
+        if ((flags & abi::CQ_RES_RC_FLAGS_IMM) != 0) [[unlikely]] {
+            // RDMA too: a WRITE with immediate consumed it (bnxt_re_poll_success_rcqe:
+            // IBV_WC_RECV_RDMA_WITH_IMM), its length the WRITE's
+            entries_.note_immediate(*n, immediate, (flags & abi::CQ_RES_RC_FLAGS_RDMA) != 0 ? rig::operation::write_imm
+                                                                                             : rig::operation::receive);
+        }
         entries_.complete_through(*n, length);
     } else if (status == abi::CQ_RES_RC_STATUS_WORK_REQUEST_FLUSHED_ERR) {
         entries_.fail_flushed_at(*n, responder_error(status));
@@ -176,7 +182,7 @@ void data_path::take_receive_cqes() noexcept {
         const std::byte* c = b.data();
         const std::uint8_t type = fast::cqe_type(c);
         if (type == abi::CQ_BASE_CQE_TYPE_RES_RC && fast::res_qp_handle(c) == qp_handle_) [[likely]] {
-            rq.complete(fast::status(c), fast::res_flags(c), fast::res_wr_id(c), fast::res_length(c));
+            rq.complete(fast::status(c), fast::res_flags(c), fast::res_wr_id(c), fast::res_length(c), fast::res_immediate(c));
         } else if (type == abi::CQ_BASE_CQE_TYPE_TERMINAL && fast::req_qp_handle(c) == qp_handle_) {
             take_terminal(c);
         } else if (type != abi::CQ_BASE_CQE_TYPE_NO_OP) {
@@ -199,7 +205,7 @@ void data_path::take_group_cqe(const std::byte* c) noexcept {
     if (type == abi::CQ_BASE_CQE_TYPE_REQ) [[likely]] {
         sq.complete(fast::status(c), fast::sq_cons_idx(c));
     } else if (type == abi::CQ_BASE_CQE_TYPE_RES_RC) {
-        rq.complete(fast::status(c), fast::res_flags(c), fast::res_wr_id(c), fast::res_length(c));
+        rq.complete(fast::status(c), fast::res_flags(c), fast::res_wr_id(c), fast::res_length(c), fast::res_immediate(c));
     } else if (type == abi::CQ_BASE_CQE_TYPE_TERMINAL) {
         take_terminal(c);
     }

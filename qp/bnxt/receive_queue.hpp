@@ -64,8 +64,10 @@ public:
         rung_ = p;
     }
 
-    // A responder CQE of this queue pair: its status, flags, the entry's wr_id, the length.
-    void complete(std::uint8_t status, std::uint16_t flags, std::uint32_t wr_id, std::uint32_t length) noexcept;
+    // A responder CQE of this queue pair: its status, flags, the entry's wr_id, the length, and
+    // the immediate (meant when flags has IMM).
+    void complete(std::uint8_t status, std::uint16_t flags, std::uint32_t wr_id, std::uint32_t length,
+                  std::uint32_t immediate) noexcept;
 
     void fail(entry_error e) noexcept { entries_.fail(e); }
     void adopt_failure(entry_error e) noexcept { entries_.adopt_failure(e); }

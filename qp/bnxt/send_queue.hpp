@@ -62,13 +62,13 @@ public:
     // Writes one entry after the last one (unsignalled: ring() signals a batch's last) and its
     // PSN search entry, and returns its number; the NIC sees it at the next ring(). Misuse (no
     // room) throws std::invalid_argument and changes nothing. post_one: SEND, WRITE or READ of
-    // one element (`remote` unused by SEND), the caller's values checked (qp.cpp); post: any
+    // one element, or SEND or WRITE with `immediate` (`remote` unused by the SENDs), the caller's values checked (qp.cpp); post: any
     // operation abi::write takes (inline data), which refuses what does not fit.
     [[gnu::always_inline]] std::uint64_t post_one(std::uint8_t wqe_type, const abi::local& l, std::uint64_t remote_va,
-                                                  std::uint32_t remote_key) {
+                                                  std::uint32_t remote_key, std::uint32_t immediate = 0) {
         entries_.check_room();
         const std::uint64_t k = entries_.posted();
-        abi::fast::write_one(ring_.data() + (k & mask_) * wqe_bytes, wqe_type, 0, l, remote_va, remote_key);
+        abi::fast::write_one(ring_.data() + (k & mask_) * wqe_bytes, wqe_type, 0, l, remote_va, remote_key, immediate);
         write_psn_entry(k, wqe_type, static_cast<std::uint32_t>(l.bytes));
         entries_.push_checked(k, static_cast<std::uint32_t>(l.bytes));
         return k;

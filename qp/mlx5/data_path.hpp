@@ -68,6 +68,15 @@ public:
         const std::string_view data(reinterpret_cast<const char*>(bytes.data()), bytes.size());
         sq.label(sq.post(abi::write_inline_op{data, remote(to)}, signaled), tag, rig::operation::write, signaled);
     }
+    void post_write_imm(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint32_t imm,
+                        std::uint64_t tag, bool signaled = true) {
+        sq.label(sq.post(abi::write_imm_op{local(at, n, key), remote(to), imm}, signaled), tag,
+                 rig::operation::write_imm, signaled);
+    }
+    void post_send_imm(std::uint64_t at, std::size_t n, std::uint32_t key, std::uint32_t imm, std::uint64_t tag,
+                       bool signaled = true) {
+        sq.label(sq.post(abi::send_imm_op{local(at, n, key), imm}, signaled), tag, rig::operation::send_imm, signaled);
+    }
     void post_read(const rig::remote& from, std::uint64_t at, std::size_t n, std::uint32_t key, std::uint64_t tag,
                    bool signaled = true) {
         sq.label(sq.post(abi::read_op{remote(from), local(at, n, key)}, signaled), tag, rig::operation::read, signaled);

@@ -106,12 +106,19 @@ void receive_queue::complete(const abi::completion& c) noexcept {
         return;
     }
     const auto n = named_entry(entries_, c.wqe_counter);
-    const bool ours = c.opcode == abi::cqe_opcode::resp_send || c.opcode == abi::cqe_opcode::resp_err;
+    const bool ours = c.opcode == abi::cqe_opcode::resp_send || c.opcode == abi::cqe_opcode::resp_err ||
+                      c.opcode == abi::cqe_opcode::resp_send_imm || c.opcode == abi::cqe_opcode::resp_wr_imm;
     if (!ours || !n) [[unlikely]] {
         entries_.fail(unexpected_completion());
         return;
     }
-    if (c.opcode == abi::cqe_opcode::resp_send) {
+    if (c.opcode == abi::cqe_opcode::resp_send) [[likely]] {
+        entries_.complete_through(*n, c.byte_count);
+    } else if (c.opcode != abi::cqe_opcode::resp_err) {
+        // with immediate (imm_inval_pkey; rdma-core cq.c handle_responder): RESP_WR_IMM's
+        // byte_cnt is the WRITE's length, its bytes at the WRITE's target
+        entries_.note_immediate(*n, c.immediate, c.opcode == abi::cqe_opcode::resp_wr_imm ? rig::operation::write_imm
+                                                                                            : rig::operation::receive);
         entries_.complete_through(*n, c.byte_count);
     } else if (c.error == abi::cqe_error::flushed) {
         entries_.fail_flushed_at(*n, flushed_error_of(c));

@@ -133,6 +133,8 @@ private:
     static std::uint32_t length(const abi::write_op& o) noexcept { return len(o.src.bytes); }
     static std::uint32_t length(const abi::read_op& o) noexcept { return len(o.dst.bytes); }
     static std::uint32_t length(const abi::send_op& o) noexcept { return len(o.src.bytes); }
+    static std::uint32_t length(const abi::write_imm_op& o) noexcept { return len(o.src.bytes); }
+    static std::uint32_t length(const abi::send_imm_op& o) noexcept { return len(o.src.bytes); }
     static std::uint32_t length(const abi::write_inline_op& o) noexcept {
         return static_cast<std::uint32_t>(o.data.size());
     }

@@ -150,6 +150,13 @@ bool datapath::receive_cqe(qp_slot& s, const roce::completion& c) {
     e.cqe_type = abi::CQ_BASE_CQE_TYPE_RES_RC;
     e.status = status;
     e.srq_or_rq_wr_id = s.wr_ids[c.index % s.wr_ids.size()] & 0xfffff;
+    if (c.status == st::success && c.with_immediate) {
+        // IMM, and RDMA for a WRITE with immediate; the value little-endian (rdma-core
+        // bnxt_re_poll_success_rcqe: imm_data = htobe32(le32toh(imm_key)))
+        e.flags = static_cast<std::uint16_t>(abi::CQ_RES_RC_FLAGS_IMM |
+                                             (c.op == roce::work_op::write ? abi::CQ_RES_RC_FLAGS_RDMA : 0));
+        e.imm_data_or_inv_r_key = c.immediate;
+    }
     auto b = abi::to_bytes(e);
     return write_cqe(*s.receive_cq, b);
 }

@@ -246,8 +246,10 @@ roce::completion_status datapath::locate(qp_slot& s, const roce::retransmission&
     bool found = read_queue(q.sq, at, raw);
     if (found) {
         const auto e = *abi::decode<abi::sq_psn_search_ext>(std::span<const std::byte>(raw));
-        const std::uint8_t type = r.op == roce::work_op::write  ? abi::SQ_BASE_WQE_TYPE_WRITE_WQE
+        const std::uint8_t type = r.op == roce::work_op::write  ? (r.with_immediate ? abi::SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD
+                                                                                     : abi::SQ_BASE_WQE_TYPE_WRITE_WQE)
                                   : r.op == roce::work_op::read ? abi::SQ_BASE_WQE_TYPE_READ_WQE
+                                  : r.with_immediate            ? abi::SQ_BASE_WQE_TYPE_SEND_W_IMMEAD
                                                                 : abi::SQ_BASE_WQE_TYPE_SEND;
         found = e.start_psn == r.first_psn && e.next_psn == psn_add(r.first_psn, r.packets) && e.opcode == type &&
                 psn_diff(r.from_psn, e.start_psn) >= 0 && psn_diff(r.from_psn, e.next_psn) < 0;

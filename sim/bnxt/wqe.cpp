@@ -83,13 +83,24 @@ void parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, bool si
     r.inline_bytes = 0;
     r.remote_va = 0;
     r.rkey = 0;
+    r.with_immediate = false;
+    r.immediate = 0;
     r.signaled = signal_all || (b.flags & abi::SQ_SEND_HDR_FLAGS_SIGNAL_COMP) != 0;
     p.malformed = false;
     switch (b.type) {
     case abi::SQ_BASE_WQE_TYPE_SEND: r.op = roce::work_op::send; break;
     case abi::SQ_BASE_WQE_TYPE_WRITE_WQE: r.op = roce::work_op::write; break;
     case abi::SQ_BASE_WQE_TYPE_READ_WQE: r.op = roce::work_op::read; break;
-    default:   // immediates, invalidates, atomics, memory windows: not run by this model
+    case abi::SQ_BASE_WQE_TYPE_SEND_W_IMMEAD:
+    case abi::SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD:
+        // The header's immediate field (sq_send_hdr.inv_key_or_imm_data, sq_rdma_hdr.imm_data:
+        // one place) holds the value little-endian; the card sends it big-endian (rdma-core
+        // bnxt_re_post_send: key_immd = htole32(be32toh(imm_data))).
+        r.op = b.type == abi::SQ_BASE_WQE_TYPE_SEND_W_IMMEAD ? roce::work_op::send : roce::work_op::write;
+        r.with_immediate = true;
+        r.immediate = abi::decode<abi::sq_rdma_hdr>(wqe)->imm_data;
+        break;
+    default:   // invalidates, atomics, memory windows: not run by this model
         return malformed_send(index, p);
     }
     if (b.slots < 2 || b.slots > abi::static_wqe_slots) {

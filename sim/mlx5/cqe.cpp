@@ -54,6 +54,15 @@ cqe_abi::cqe_error syndrome_of(roce::completion_status s) noexcept {
     return e::local_qp_op;
 }
 
+// A receive's CQE opcode: what consumed it (mlx5dv.h MLX5_CQE_RESP_SEND, _SEND_IMM, _WR_IMM;
+// rdma-core cq.c handle_responder maps them to IBV_WC_RECV and IBV_WC_RECV_RDMA_WITH_IMM).
+cqe_abi::cqe_opcode responder_opcode(const roce::completion& c) noexcept {
+    if (!c.with_immediate) {
+        return cqe_abi::cqe_opcode::resp_send;
+    }
+    return c.op == roce::work_op::write ? cqe_abi::cqe_opcode::resp_wr_imm : cqe_abi::cqe_opcode::resp_send_imm;
+}
+
 }  // namespace
 
 bool datapath::drain_completions(qp_slot& s, const qp_object& q) {
@@ -102,7 +111,8 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
     const bool ok = c.status == roce::completion_status::success;
     const bool send = c.side == roce::completion_side::send;
     x.opcode = send ? (ok ? cqe_abi::cqe_opcode::req : cqe_abi::cqe_opcode::req_err)
-                    : (ok ? cqe_abi::cqe_opcode::resp_send : cqe_abi::cqe_opcode::resp_err);
+                    : (ok ? responder_opcode(c) : cqe_abi::cqe_opcode::resp_err);
+    x.immediate = ok && !send && c.with_immediate ? c.immediate : 0;
     x.qpn = qpn;
     x.send_opcode = send ? send_opcode : 0;
     x.wqe_counter = static_cast<std::uint16_t>(c.index & 0xffff);

@@ -47,6 +47,8 @@ void parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, std::ui
     r.inline_bytes = 0;
     r.remote_va = 0;
     r.rkey = 0;
+    r.with_immediate = false;
+    r.immediate = 0;
     p.malformed = false;
     const std::uint32_t w0 = be32_at(wqe, 0);  // opmod_idx_opcode
     const std::uint32_t w1 = be32_at(wqe, 4);  // qpn_ds
@@ -84,7 +86,16 @@ void parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, std::ui
     case wqe_abi::send_opcode::send:
         r.op = roce::work_op::send;
         break;
-    default:  // NOP, immediates, atomics: not run by this model
+    case wqe_abi::send_opcode::rdma_write_imm:
+    case wqe_abi::send_opcode::send_imm:
+        r.op = p.opcode == static_cast<std::uint8_t>(wqe_abi::send_opcode::send_imm) ? roce::work_op::send
+                                                                                     : roce::work_op::write;
+        // ctrl bytes 12..15: the immediate as the wire carries it (mlx5_wqe_ctrl_seg.imm,
+        // big-endian; rdma-core's post_send copies ibv_send_wr.imm_data there unswapped)
+        r.with_immediate = true;
+        r.immediate = be32_at(wqe, 12);
+        break;
+    default:  // NOP, atomics: not run by this model
         malformed();
         return;
     }

@@ -222,6 +222,8 @@ void rc_qp::copy_request(send_request& to, const send_request& r) noexcept {
     to.inline_bytes = r.inline_bytes;
     to.remote_va = r.remote_va;
     to.rkey = r.rkey;
+    to.with_immediate = r.with_immediate;
+    to.immediate = r.immediate;
     if (r.is_inline) {
         std::memcpy(to.inline_data.data(), r.inline_data.data(), std::min<std::size_t>(r.inline_bytes, max_inline));
     } else {
@@ -238,7 +240,8 @@ bool rc_qp::post_send(const send_request& r) noexcept {
     e.first_psn = e.packets = 0;
     e.local_error = completion_status::success;
     // a request the NIC cannot run completes with a local QP operation error
-    if (r.sge_count > max_sge || (r.is_inline && (r.inline_bytes > max_inline || r.op == work_op::read))) {
+    if (r.sge_count > max_sge || (r.is_inline && (r.inline_bytes > max_inline || r.op == work_op::read)) ||
+        (r.with_immediate && r.op == work_op::read)) {
         e.local_error = completion_status::local_qp_operation;
         e.bytes = 0;
     } else {
@@ -287,8 +290,9 @@ void rc_qp::complete_send(const send_entry& e, completion_status status) noexcep
                      status == completion_status::success ? static_cast<std::uint32_t>(e.bytes) : 0u, e.wr.op});
 }
 
-void rc_qp::complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes) noexcept {
-    _receive_done.push({completion_side::receive, e.wr.index, status, bytes, work_op::send});
+void rc_qp::complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes, work_op by,
+                             std::optional<std::uint32_t> imm) noexcept {
+    _receive_done.push({completion_side::receive, e.wr.index, status, bytes, by, imm.has_value(), imm.value_or(0)});
 }
 
 // ---- local memory ----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,7 @@ struct qp_counters {
 struct retransmission {
     std::uint32_t index = 0;      // the entry's send_request::index
     work_op op = work_op::send;
+    bool with_immediate = false;
     std::uint32_t first_psn = 0;  // the entry's first PSN, as this queue pair gave it
     std::uint32_t packets = 0;    // its PSNs (a READ: its response packets)
     std::uint32_t from_psn = 0;   // the PSN sent again first: first_psn <= from_psn < first_psn + packets
@@ -212,7 +214,9 @@ private:
     static void copy_request(send_request& to, const send_request& r) noexcept;
     void enter_error() noexcept;
     void complete_send(const send_entry& e, completion_status status) noexcept;
-    void complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes) noexcept;
+    // `by`: what consumed it (send, or write: a WRITE with immediate); `imm`: its ImmDt, if any.
+    void complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes,
+                          work_op by = work_op::send, std::optional<std::uint32_t> imm = std::nullopt) noexcept;
     send_entry& sq(std::uint32_t i) noexcept { return _sq[i & (_config.sq_size - 1)]; }
     receive_entry& rq(std::uint32_t i) noexcept { return _rq[i & (_config.rq_size - 1)]; }
     // gathers/scatters `bytes` at `offset` of a request's scatter list
@@ -255,6 +259,7 @@ private:
     // rc_responder.cpp
     void on_request(const rig::roce::decoded& packet) noexcept;
     void execute(const rig::roce::decoded& packet) noexcept;
+    void rnr_nak(std::uint32_t psn) noexcept;
     void nak(rig::roce::nak_code code, std::uint32_t psn) noexcept;
     void responder_fails(rig::roce::nak_code code, std::uint32_t psn, completion_status receive_status) noexcept;
     bool push_read(std::uint32_t psn, std::uint64_t va, std::uint32_t rkey, std::uint32_t bytes) noexcept;

@@ -24,6 +24,17 @@ proto::opcode segment_opcode(proto::opcode first, std::uint32_t seg, std::uint32
     return static_cast<proto::opcode>(base + step);
 }
 
+// The LAST or ONLY opcode of a SEND or WRITE as its "with Immediate" form (spec table 38).
+proto::opcode with_immediate(proto::opcode last_or_only) noexcept {
+    switch (last_or_only) {
+    case proto::opcode::send_last: return proto::opcode::send_last_imm;
+    case proto::opcode::send_only: return proto::opcode::send_only_imm;
+    case proto::opcode::write_last: return proto::opcode::write_last_imm;
+    case proto::opcode::write_only: return proto::opcode::write_only_imm;
+    default: return last_or_only;
+    }
+}
+
 }  // namespace
 
 // The entry holding `psn`, searched from the oldest unacknowledged; _sq_started when none.
@@ -100,12 +111,16 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
         const auto len = static_cast<std::size_t>(std::min<std::uint64_t>(_path.mtu, e.bytes - offset));
         const bool write = e.wr.op == work_op::write;
         t.op = segment_opcode(write ? proto::opcode::write_first : proto::opcode::send_first, seg, e.packets);
+        const bool last = seg + 1 == e.packets;
+        if (last && e.wr.with_immediate) {
+            t.op = with_immediate(t.op);
+            t.immediate = e.wr.immediate;
+        }
         if (write && seg == 0) {
             t.va = e.wr.remote_va;
             t.rkey = e.wr.rkey;
             t.dma_length = static_cast<std::uint32_t>(e.bytes);
         }
-        const bool last = seg + 1 == e.packets;
         t.ack_req = last || seg % 16 == 15 || psn_diff(psn_add(_tx_psn, 1), _una) >= static_cast<std::int32_t>(_send.max_inflight);
         // The payload stays in host memory, by reference: the receiver copies it from there
         // (wire.hpp). Else (inline, pieces of several scatter entries, a window without fd, a
@@ -188,7 +203,7 @@ bool rc_qp::requester_timers(clock::time_point now) noexcept {
 bool rc_qp::go_back() noexcept {
     if (_locator != nullptr && _state == qp_state::rts && _una_entry != _sq_started) {
         const send_entry& e = sq(_una_entry);
-        const completion_status s = _locator->locate({e.wr.index, e.wr.op, e.first_psn, e.packets, _una});
+        const completion_status s = _locator->locate({e.wr.index, e.wr.op, e.wr.with_immediate, e.first_psn, e.packets, _una});
         if (s != completion_status::success) {
             retire_completed();   // the entries before it were acknowledged
             if (_state == qp_state::rts) {

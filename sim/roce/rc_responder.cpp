@@ -20,6 +20,7 @@ struct request_kind {
     enum { send, write, read, other } what;
     bool first;
     bool last;
+    bool immediate = false;   // the packet carries ImmDt: the message consumes a receive
 };
 
 request_kind classify(opcode op) noexcept {
@@ -27,17 +28,19 @@ request_kind classify(opcode op) noexcept {
     case opcode::send_first: return {request_kind::send, true, false};
     case opcode::send_middle: return {request_kind::send, false, false};
     case opcode::send_last:
-    case opcode::send_last_imm:
     case opcode::send_last_inv: return {request_kind::send, false, true};
+    case opcode::send_last_imm: return {request_kind::send, false, true, true};
     case opcode::send_only:
-    case opcode::send_only_imm:
     case opcode::send_only_inv: return {request_kind::send, true, true};
+    case opcode::send_only_imm: return {request_kind::send, true, true, true};
     case opcode::write_first: return {request_kind::write, true, false};
     case opcode::write_middle: return {request_kind::write, false, false};
     case opcode::write_last: return {request_kind::write, false, true};
+    case opcode::write_last_imm: return {request_kind::write, false, true, true};
     case opcode::write_only: return {request_kind::write, true, true};
+    case opcode::write_only_imm: return {request_kind::write, true, true, true};
     case opcode::read_request: return {request_kind::read, true, true};
-    default: return {request_kind::other, true, true};   // atomics, WRITE with immediate: not taken
+    default: return {request_kind::other, true, true};   // atomics: not taken
     }
 }
 
@@ -128,12 +131,7 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
     case request_kind::send: {
         if (k.first) {
             if (_rq_done == _rq_post) {
-                // Receiver not ready: the requester waits the timer and sends again.
-                _nak_pending = true;
-                _nak_syndrome = proto::syndrome(proto::ack_kind::rnr_nak, _path.min_rnr_timer);
-                _nak_psn = psn;
-                _nak_silent = true;
-                ++_counters.rnr_naks_sent;
+                rnr_nak(psn);
                 return;
             }
             _inbound = inbound::send;
@@ -155,7 +153,8 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
         }
         _in_offset += size;
         if (k.last) {
-            complete_receive(r, completion_status::success, static_cast<std::uint32_t>(_in_offset));
+            complete_receive(r, completion_status::success, static_cast<std::uint32_t>(_in_offset), work_op::send,
+                             k.immediate ? std::optional(packet.bth.immediate) : std::nullopt);
             ++_rq_done;
             _inbound = inbound::none;
             _msn = psn_add(_msn, 1);
@@ -163,6 +162,13 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
         break;
     }
     case request_kind::write: {
+        // A WRITE with immediate consumes a receive at its last packet, looked for before its
+        // R_Key and its bytes (rxe_resp.c: check_resource before check_rkey): none posted is an
+        // RNR NAK of that packet, which the requester sends again after the timer.
+        if (k.immediate && _rq_done == _rq_post) {
+            rnr_nak(psn);
+            return;
+        }
         if (k.first) {
             // The whole RETH range is checked before the first byte moves (rxe: check_rkey). An
             // ONLY packet that carries that whole range is checked by its write below, which
@@ -191,6 +197,11 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
         }
         _in_offset += size;
         if (k.last) {
+            if (k.immediate) {
+                complete_receive(rq(_rq_done), completion_status::success, static_cast<std::uint32_t>(_in_length),
+                                 work_op::write, packet.bth.immediate);
+                ++_rq_done;
+            }
             _inbound = inbound::none;
             _msn = psn_add(_msn, 1);
         }
@@ -229,6 +240,15 @@ bool rc_qp::push_read(std::uint32_t psn, std::uint64_t va, std::uint32_t rkey, s
     _reads[_reads_tail % _reads.size()] = {psn, psn, psn_add(psn, packets_of(bytes, _path.mtu)), va, rkey, bytes};
     ++_reads_tail;
     return true;
+}
+
+// Receiver not ready (IB spec 9.7.5.2.8): the requester waits the timer and sends `psn` again.
+void rc_qp::rnr_nak(std::uint32_t psn) noexcept {
+    _nak_pending = true;
+    _nak_syndrome = proto::syndrome(proto::ack_kind::rnr_nak, _path.min_rnr_timer);
+    _nak_psn = psn;
+    _nak_silent = true;
+    ++_counters.rnr_naks_sent;
 }
 
 void rc_qp::nak(proto::nak_code code, std::uint32_t psn) noexcept {

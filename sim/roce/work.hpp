@@ -43,6 +43,10 @@ struct send_request {
     // WRITE and READ: the peer's memory (R_Key, virtual address).
     std::uint64_t remote_va = 0;
     std::uint32_t rkey = 0;
+    // SEND and WRITE with immediate: the message's last packet carries ImmDt (IB spec 9.3.7),
+    // which the peer hands over with the receive it consumes.
+    bool with_immediate = false;
+    std::uint32_t immediate = 0;
 
     // Bytes the message moves: the inline bytes or the sum of the scatter list.
     std::uint64_t length() const noexcept;
@@ -76,7 +80,11 @@ struct completion {
     std::uint32_t index = 0;
     completion_status status = completion_status::success;
     std::uint32_t byte_len = 0;  // a send's bytes; a receive: the length of the message it took
-    work_op op = work_op::send;  // a receive: send (the only message that consumes a receive)
+    // A receive: what consumed it, send (its bytes in the receive's buffers) or write (a WRITE
+    // with immediate: its bytes at the WRITE's target, byte_len its length).
+    work_op op = work_op::send;
+    bool with_immediate = false;  // a receive consumed by a message with ImmDt
+    std::uint32_t immediate = 0;
 };
 
 }  // namespace rig::sim::roce

@@ -35,7 +35,18 @@ TEST_CASE("bnxt fast path: write_one and write_receive write write()'s bytes", "
         checked.fill(std::byte{0xa5});
         fast.fill(std::byte{0x5a});   // every byte is written, stale ones too
         const std::uint8_t flags = signal ? abi::SQ_SEND_HDR_FLAGS_SIGNAL_COMP : 0;
-        switch (i % 3) {
+        const auto imm = static_cast<std::uint32_t>(rng());
+        switch (i % 5) {
+        case 3:
+            abi::write(checked, 0, abi::wqe_mode::static_128, abi::send_imm_op{{&l, 1}, imm}, signal);
+            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_SEND_W_IMMEAD, flags, l, r.address,
+                                 static_cast<std::uint32_t>(r.key), imm);
+            break;
+        case 4:
+            abi::write(checked, 0, abi::wqe_mode::static_128, abi::write_imm_op{{&l, 1}, r, imm}, signal);
+            abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD, flags, l, r.address,
+                                 static_cast<std::uint32_t>(r.key), imm);
+            break;
         case 0:
             abi::write(checked, 0, abi::wqe_mode::static_128, abi::send_op{{&l, 1}}, signal);
             abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_SEND, flags, l, r.address, static_cast<std::uint32_t>(r.key));
@@ -44,7 +55,7 @@ TEST_CASE("bnxt fast path: write_one and write_receive write write()'s bytes", "
             abi::write(checked, 0, abi::wqe_mode::static_128, abi::write_op{{&l, 1}, r}, signal);
             abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_WRITE_WQE, flags, l, r.address, static_cast<std::uint32_t>(r.key));
             break;
-        default:
+        case 2:
             abi::write(checked, 0, abi::wqe_mode::static_128, abi::read_op{r, {&l, 1}}, signal);
             abi::fast::write_one(fast.data(), abi::SQ_BASE_WQE_TYPE_READ_WQE, flags, l, r.address, static_cast<std::uint32_t>(r.key));
             break;

@@ -116,6 +116,38 @@ TEST_CASE("mlx5 entries equal rdma-core's mlx5dv helpers byte for byte", "[mlx5]
     }
 }
 
+TEST_CASE("mlx5 WRITE and SEND with immediate equal rdma-core's mlx5dv helpers byte for byte",
+          "[mlx5][entry][vendor]") {
+    generator g{std::mt19937_64{20261204}};
+    constexpr int count = 2000;
+    std::vector<std::array<std::byte, 64>> ours(count);
+    std::ostringstream req;
+    for (int i = 0; i < count; ++i) {
+        const std::int64_t qp = g.qp();
+        const std::int64_t index = g.index();
+        const bool signal = g.rng() % 2 == 0;
+        const auto imm = static_cast<std::uint32_t>(g.pick(0xffffffff, {0, 1, 0x80000000, 0xffffffff}));
+        std::array<std::byte, 64>& b = ours[static_cast<std::size_t>(i)];
+        if (i % 2 == 0) {
+            const abi::write_imm_op w{g.local(), g.remote(), imm};
+            abi::write(b, 0, qp, index, w, signal);
+            req << "E X " << qp << ' ' << index << ' ' << signal << ' ' << w.dst.address << ' ' << w.dst.key << ' '
+                << w.src.address << ' ' << w.src.bytes << ' ' << w.src.key << ' ' << imm << '\n';
+        } else {
+            const abi::send_imm_op s{g.local(), imm};
+            abi::write(b, 0, qp, index, s, signal);
+            req << "E Y " << qp << ' ' << index << ' ' << signal << ' ' << s.src.address << ' ' << s.src.bytes << ' '
+                << s.src.key << ' ' << imm << '\n';
+        }
+    }
+    const auto theirs = rig::test::run_mlx5dv_oracle(req.str());
+    REQUIRE(theirs.size() == static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        INFO("entry " << i);
+        REQUIRE(rig::test::to_hex(ours[static_cast<std::size_t>(i)].data(), 64) == theirs[static_cast<std::size_t>(i)]);
+    }
+}
+
 TEST_CASE("mlx5 RDMA WRITE golden vector of the reference", "[mlx5][entry]") {
     // reference/perftest-and-performance.md §2.3: pi=1, qpn=0x123, signaled, ds=3
     std::array<std::byte, 64> b{};

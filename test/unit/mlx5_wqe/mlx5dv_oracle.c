@@ -10,6 +10,10 @@
  *   E R qp index signal raddr rkey laddr len lkey     RDMA READ (remote -> local)
  *   E S qp index signal laddr len lkey                SEND
  *   E I qp index signal raddr rkey HEX|-              RDMA WRITE, inline payload
+ *   E X qp index signal raddr rkey laddr len lkey imm RDMA WRITE with immediate
+ *   E Y qp index signal laddr len lkey imm            SEND with immediate
+ *                                                     (imm: the host value; the ctrl segment takes
+ *                                                     it big-endian, as ibv_send_wr.imm_data)
  *   G W|R qp index signal raddr rkey n {laddr len lkey}*n   RDMA WRITE/READ, gather list
  *   G S qp index signal n {laddr len lkey}*n          SEND, gather list (one data segment each)
  *   V stride n {laddr len lkey}*n                     receive entry of `stride` bytes
@@ -64,12 +68,14 @@ static void entry(char kind, uint32_t qp, uint64_t index, int signal)
 	struct mlx5_wqe_ctrl_seg *ctrl = (void *)w;
 	uint8_t fm_ce_se = signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0;
 	uint64_t raddr, laddr;
-	uint32_t rkey, len, lkey;
+	uint32_t rkey, len, lkey, imm = 0;
 	uint8_t ds = 1;
 
-	if (kind == 'W' || kind == 'R') {
+	if (kind == 'W' || kind == 'R' || kind == 'X') {
 		if (scanf("%" SCNu64 " %" SCNu32 " %" SCNu64 " %" SCNu32 " %" SCNu32, &raddr, &rkey,
 			  &laddr, &len, &lkey) != 5)
+			exit(2);
+		if (kind == 'X' && scanf("%" SCNu32, &imm) != 1)
 			exit(2);
 		set_raddr((void *)(w + 16), raddr, rkey);
 		ds = 2;
@@ -78,16 +84,20 @@ static void entry(char kind, uint32_t qp, uint64_t index, int signal)
 			ds = 3;
 		}
 		mlx5dv_set_ctrl_seg(ctrl, (uint16_t)index,
-				    kind == 'W' ? MLX5_OPCODE_RDMA_WRITE : MLX5_OPCODE_RDMA_READ, 0, qp,
-				    fm_ce_se, ds, 0, 0);
-	} else if (kind == 'S') {
+				    kind == 'W' ? MLX5_OPCODE_RDMA_WRITE :
+				    kind == 'X' ? MLX5_OPCODE_RDMA_WRITE_IMM : MLX5_OPCODE_RDMA_READ, 0, qp,
+				    fm_ce_se, ds, 0, htobe32(imm));
+	} else if (kind == 'S' || kind == 'Y') {
 		if (scanf("%" SCNu64 " %" SCNu32 " %" SCNu32, &laddr, &len, &lkey) != 3)
+			exit(2);
+		if (kind == 'Y' && scanf("%" SCNu32, &imm) != 1)
 			exit(2);
 		if (len) {
 			mlx5dv_set_data_seg((void *)(w + 16), len, lkey, (uintptr_t)laddr);
 			ds = 2;
 		}
-		mlx5dv_set_ctrl_seg(ctrl, (uint16_t)index, MLX5_OPCODE_SEND, 0, qp, fm_ce_se, ds, 0, 0);
+		mlx5dv_set_ctrl_seg(ctrl, (uint16_t)index, kind == 'S' ? MLX5_OPCODE_SEND : MLX5_OPCODE_SEND_IMM,
+				    0, qp, fm_ce_se, ds, 0, htobe32(imm));
 	} else if (kind == 'I') {
 		char data[128];
 		uint8_t payload[64];
