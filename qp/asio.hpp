@@ -162,7 +162,8 @@ public:
     using signature = void(boost::system::error_code, completion);
 
     // An adapter of `g` on `ex`: error if the eventfd cannot be duplicated (the OS's refusal).
-    // Misuse: g destroyed. The group must outlive the adapter's close().
+    // Misuse: g destroyed. The adapter keeps a reference to the handle `g`: it must stay where
+    // it is (not moved from) until the adapter's close().
     static result<group> make(executor_type ex, completion_group& g, const options& o = {});
 
     group() = default;
@@ -216,6 +217,21 @@ public:
         return start(q, "async_read", side::send, operation::read,
                      [&](std::uint64_t tag) { q.read(from, r, at, n, tag); }, std::forward<Token>(token));
     }
+    // With immediate data (qp/qp.hpp): the peer's receive completes with completion::immediate.
+    template <class Token>
+    auto async_send_imm(queue_pair& q, const region& r, std::size_t at, std::size_t n, std::uint32_t immediate,
+                        Token&& token) {
+        return start(q, "async_send_imm", side::send, operation::send_imm,
+                     [&](std::uint64_t tag) { q.send_imm(r, at, n, immediate, tag); }, std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_write_imm(queue_pair& q, const region& r, std::size_t at, std::size_t n, const remote& to,
+                         std::uint32_t immediate, Token&& token) {
+        return start(q, "async_write_imm", side::send, operation::write_imm,
+                     [&](std::uint64_t tag) { q.write_imm(r, at, n, to, immediate, tag); },
+                     std::forward<Token>(token));
+    }
+
 private:
     explicit group(std::shared_ptr<detail::core> c) noexcept : _core(std::move(c)) {}
 

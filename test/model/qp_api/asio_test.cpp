@@ -216,6 +216,36 @@ TEST_CASE("asio: yield_context (spawn): WRITE, SEND/RECEIVE, READ", "[model][asi
     check_bytes(p, 14);
 }
 
+TEST_CASE("asio: WRITE and SEND with immediate: the peer's receive completes with the value", "[model][asio]") {
+    asio_pair p;
+    fill(p, 15);
+    std::vector<completion> got;
+    const auto keep = [&](error_code ec, completion c) {
+        INFO(ec.message() << (c.failure ? ": " + c.failure->message : std::string()));
+        CHECK_FALSE(ec);
+        got.push_back(std::move(c));
+    };
+    p.a2.async_receive(p.q2, p.t.r2, receive_at, 4096, keep);
+    p.a2.async_receive(p.q2, p.t.r2, receive_at + 4096, 4096, keep);
+    p.a1.async_write_imm(p.q1, p.t.r1, 0, 64, p.t.r2.remote(write_at), 0xfeedf00du, keep);
+    p.a1.async_send_imm(p.q1, p.t.r1, send_from, 100, 0x12345678u, keep);
+    REQUIRE(p.run_until([&] { return got.size() == 4; }));
+    std::vector<const completion*> receives;
+    for (const completion& c : got) {
+        if (c.ring == side::receive) {
+            receives.push_back(&c);
+        }
+    }
+    REQUIRE(receives.size() == 2);
+    CHECK(receives[0]->op == operation::write_imm);   // a receive's ring completes in entry order
+    CHECK(receives[0]->immediate == 0xfeedf00du);
+    CHECK(receives[1]->op == operation::receive);
+    CHECK(receives[1]->immediate == 0x12345678u);
+    CHECK(receives[1]->bytes == 100);
+    CHECK(rig::test::pattern_mismatch(p.t.r2.data() + write_at, 64, 15) == 64);
+    CHECK(rig::test::pattern_mismatch(p.t.r2.data() + receive_at + 4096, 100, 16) == 100);
+}
+
 TEST_CASE("asio: a handler never runs inside the initiating call, nor inside close or destroy; it runs on "
           "the io_context's thread", "[model][asio]") {
     asio_pair p;
@@ -365,10 +395,14 @@ TEST_CASE("asio: an idle io_context thread with receives pending sleeps on the e
     CHECK(ran == 0);
     CHECK(p.a2.pending() == 4);
     // and it wakes for the messages
+    int sent = 0;
     for (std::size_t k = 0; k < 4; ++k) {
-        p.a1.async_send(p.q1, p.t.r1, 0, 8, [](error_code ec, completion) { CHECK_FALSE(ec); });
+        p.a1.async_send(p.q1, p.t.r1, 0, 8, [&](error_code ec, completion) {
+            CHECK_FALSE(ec);
+            ++sent;
+        });
     }
-    REQUIRE(p.run_until([&] { return ran == 4; }));
+    REQUIRE(p.run_until([&] { return ran == 4 && sent == 4; }));
 }
 
 TEST_CASE("asio: misuse throws std::invalid_argument and posts nothing", "[model][asio]") {
