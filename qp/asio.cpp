@@ -204,12 +204,14 @@ void core::wait() {
     if (!_waiting) {
         _waiting = true;
         _events.async_wait(boost::asio::posix::descriptor_base::wait_read,
-                           [self = shared_from_this(), id = ++_wait_id](const boost::system::error_code&) {
+                           [self = shared_from_this(), id = ++_wait_id](const boost::system::error_code& ec) {
                                if (id != self->_wait_id) {
                                    return;   // cancelled by stop_waiting (a later wait may be outstanding)
                                }
                                self->_waiting = false;
-                               self->pump();
+                               if (!ec) {
+                                   self->pump();
+                               }   // else a descriptor the reactor refuses: the look timer goes on
                            });
     }
     if (!_looking && _options.look_interval.count() > 0) {

@@ -20,11 +20,16 @@
 // flight: a lost event costs one look, never a hang (as completion_group::wait looks again).
 //
 // Handlers: never run inside the initiating call nor inside close()/destroy(): each is posted
-// (boost::asio::post) to its associated executor, the adapter's executor by default
-// (Boost.Asio "Associated executor"), with its associated allocator for the operation's memory
-// (the handler's op and the post's). The signature is void(boost::system::error_code,
+// (boost::asio::post) to its associated executor, the adapter's executor by default, with its
+// associated allocator for the operation's memory (the handler's op and the post's), freed
+// before the handler runs, as Asio's requirements on asynchronous operations ask
+// (boost.org/doc/libs/1_74_0/doc/html/boost_asio/reference/asynchronous_operations.html:
+// "Execution of a handler" and "Allocation of intermediate storage"; the tokens through
+// reference/async_initiate.html). The signature is void(boost::system::error_code,
 // rig::completion): the code says the completion's failure in rig::asio::category() (entry,
 // flushed, ...), or aborted for an operation completed by close() or destroy().
+// (use_awaitable with g++ 12's libstdc++: include <utility> before <boost/asio/awaitable.hpp>,
+// which uses std::exchange without it in Boost 1.74.)
 //
 // The post itself happens in the initiating call, before the token is applied: misuse throws
 // std::invalid_argument from the call whatever the token, and nothing is posted. With
@@ -33,9 +38,13 @@
 //
 // Threads: the adapter, its initiating functions, destroy and close, and the handlers of its
 // eventfd wait run on one thread at a time: give it a single-threaded io_context's executor or
-// a strand, and call it from that executor. Queue pairs used with it are made with make_qp and
+// a strand, and call it from that executor. (On an io_context run by many threads, Asio's epoll
+// reactor, which registers descriptors edge-triggered, may take the eventfd's edge on another
+// thread before the wait is queued: that completion then waits for the next look.) Queue pairs used with it are made with make_qp and
 // posted to through it only (a tag of another post could name a slot), destroyed through
-// destroy(). Close the adapter (or destroy it) before its NIC is closed or destroyed.
+// destroy(). Close the adapter (or destroy it) before its NIC is destroyed; a NIC closed under
+// it (which destroys the group without an event) has its pending handlers completed with
+// aborted at the next look.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -182,7 +182,8 @@ TEST_CASE("asio: use_awaitable in a coroutine (co_spawn): WRITE, SEND/RECEIVE, R
             check_ok({}, s, p.q1, side::send, operation::send, 100);
             completion r = co_await std::move(receive);
             check_ok({}, r, p.q2, side::receive, operation::receive, 100);
-            completion rd = co_await p.a1.async_read(p.q1, p.t.r2.remote(write_at), p.t.r1, read_into, 64, use_awaitable);
+            completion rd =
+                co_await p.a1.async_read(p.q1, p.t.r2.remote(write_at), p.t.r1, read_into, 64, use_awaitable);
             check_ok({}, rd, p.q1, side::send, operation::read, 64);
             finished = true;
         },
@@ -464,4 +465,24 @@ TEST_CASE("asio: the NIC's failure completes the pending handlers with errors", 
         CHECK(messages[k].find("NIC failed") != std::string::npos);
         CHECK(ec == errc::flushed);   // the NIC's failure fails its queue pairs: their entries flush
     }
+}
+
+TEST_CASE("asio: the NIC closed under the adapter: its pending handlers complete with aborted at the next look",
+          "[model][asio]") {
+    rig::asio::options o;
+    o.look_interval = 20ms;
+    asio_pair p({}, o);
+    int aborted = 0;
+    for (std::size_t k = 0; k < 2; ++k) {
+        p.a1.async_receive(p.q1, p.t.r1, 64 * k, 64, [&](error_code ec, completion) {
+            aborted += ec == errc::aborted ? 1 : 0;
+        });
+    }
+    p.io.restart();
+    p.io.run_for(10ms);
+    ok(p.t.n1->close());   // destroys the group and its queue pairs; no event says so
+    CHECK(p.g1.destroyed());
+    REQUIRE(p.run_until([&] { return aborted == 2; }, 2s));
+    CHECK(p.a1.pending() == 0);
+    CHECK_THROWS_AS(p.a1.async_receive(p.q1, p.t.r1, 0, 64, [](error_code, completion) {}), std::invalid_argument);
 }
