@@ -21,8 +21,9 @@
 //
 // Handlers: never run inside the initiating call nor inside close()/destroy(): each is posted
 // (boost::asio::post) to its associated executor, the adapter's executor by default, with its
-// associated allocator for the operation's memory (the handler's op and the post's), freed
-// before the handler runs, as Asio's requirements on asynchronous operations ask
+// associated allocator for the pending operation's memory (and the post's, where the executor
+// takes Asio's allocator property: any_io_executor does not in 1.74), freed before it runs,
+// as Asio's requirements on asynchronous operations ask
 // (boost.org/doc/libs/1_74_0/doc/html/boost_asio/reference/asynchronous_operations.html:
 // "Execution of a handler" and "Allocation of intermediate storage"; the tokens through
 // reference/async_initiate.html). The signature is void(boost::system::error_code,

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <future>
 #include <optional>
 #include <stdexcept>
@@ -21,6 +22,7 @@
 #include <utility>   // first: Boost 1.74's awaitable.hpp uses std::exchange without including it
 #include <vector>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -112,6 +114,35 @@ void check_bytes(asio_pair& p, std::uint64_t seed) {
     CHECK(rig::test::pattern_mismatch(p.t.r2.data() + receive_at, 100, seed + 1) == 100);
     CHECK(rig::test::pattern_mismatch(p.t.r1.data() + read_into, 64, seed) == 64);
 }
+
+// An allocator that counts what it gives out, for a handler that names it (allocator_type and
+// get_allocator(): what boost::asio::associated_allocator looks for).
+template <class T>
+struct counting_allocator {
+    using value_type = T;
+    int* count;
+    explicit counting_allocator(int* c) noexcept : count(c) {}
+    template <class U>
+    counting_allocator(const counting_allocator<U>& o) noexcept : count(o.count) {}
+    T* allocate(std::size_t n) {
+        ++*count;
+        return std::allocator<T>().allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+    template <class U>
+    bool operator==(const counting_allocator<U>& o) const noexcept { return count == o.count; }
+};
+
+struct allocating_handler {
+    using allocator_type = counting_allocator<void>;
+    int* count;
+    bool* ran;
+    allocator_type get_allocator() const noexcept { return allocator_type(count); }
+    void operator()(error_code ec, completion) const {
+        CHECK_FALSE(ec);
+        *ran = true;
+    }
+};
 
 }  // namespace
 
@@ -485,4 +516,31 @@ TEST_CASE("asio: the NIC closed under the adapter: its pending handlers complete
     REQUIRE(p.run_until([&] { return aborted == 2; }, 2s));
     CHECK(p.a1.pending() == 0);
     CHECK_THROWS_AS(p.a1.async_receive(p.q1, p.t.r1, 0, 64, [](error_code, completion) {}), std::invalid_argument);
+}
+
+TEST_CASE("asio: a handler's associated executor and allocator are used", "[model][asio]") {
+    asio_pair p;
+    // bound to another io_context: it runs there, and that io_context has work until it does
+    boost::asio::io_context other;
+    bool ran_there = false;
+    p.a1.async_write(p.q1, p.t.r1, 0, 64, p.t.r2.remote(0),
+                     boost::asio::bind_executor(other, [&](error_code ec, completion c) {
+                         CHECK_FALSE(ec);
+                         CHECK(c.bytes == 64);
+                         CHECK(other.get_executor().running_in_this_thread());
+                         CHECK_FALSE(p.io.get_executor().running_in_this_thread());
+                         ran_there = true;
+                     }));
+    REQUIRE(p.run_until([&] { return p.a1.pending() == 0; }));
+    CHECK_FALSE(ran_there);
+    CHECK(other.run_for(2s) == 1);   // returns once the handler ran: its work was counted
+    CHECK(ran_there);
+    // a handler naming its allocator: the pending operation's memory comes from it (the post's
+    // would too through an executor that takes Asio's allocator property: any_io_executor does not)
+    int allocations = 0;
+    bool ran = false;
+    p.a1.async_write(p.q1, p.t.r1, 0, 64, p.t.r2.remote(0), allocating_handler{&allocations, &ran});
+    CHECK(allocations == 1);
+    REQUIRE(p.run_until([&] { return ran; }));
+    CHECK(allocations >= 1);
 }
