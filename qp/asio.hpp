@@ -41,11 +41,11 @@
 // eventfd wait run on one thread at a time: give it a single-threaded io_context's executor or
 // a strand, and call it from that executor. (On an io_context run by many threads, Asio's epoll
 // reactor, which registers descriptors edge-triggered, may take the eventfd's edge on another
-// thread before the wait is queued: that completion then waits for the next look.) Queue pairs used with it are made with make_qp and
-// posted to through it only (a tag of another post could name a slot), destroyed through
-// destroy(). Close the adapter (or destroy it) before its NIC is destroyed; a NIC closed under
-// it (which destroys the group without an event) has its pending handlers completed with
-// aborted at the next look.
+// thread before the wait is queued: that completion then waits for the next look.)
+// Queue pairs used with it are made with make_qp and posted to through it only (a tag of another
+// post could name a slot), destroyed through destroy(). Close the adapter (or destroy it) before
+// its NIC is destroyed; a NIC closed under it (which destroys the group without an event) has its
+// pending handlers completed with aborted at the next look.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
