@@ -1,5 +1,7 @@
 #include "driver/function.hpp"
 
+#include <sys/mman.h>
+
 #include <array>
 
 namespace rig::driver {
@@ -50,6 +52,14 @@ result<void> function::set_bus_master(bool on) {
     }
     const auto v = static_cast<std::uint16_t>(on ? (*cmd | bus_master) : (*cmd & ~bus_master));
     return config_write16(command, v);
+}
+
+void map_placeholder(void* base, std::size_t length) noexcept {
+    // MAP_NORESERVE: the pages cost nothing until a stray store touches them
+    if (::mmap(base, length, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) ==
+        MAP_FAILED) {
+        ::munmap(base, length);   // no memory left: then at least the device's pages go
+    }
 }
 
 }  // namespace rig::driver

@@ -78,8 +78,11 @@ struct bar_mapping {
     }
 };
 
-// VFIO_PCI_*_IRQ_INDEX
-enum class irq_kind : unsigned { intx = 0, msi = 1, msix = 2 };
+// VFIO_PCI_*_IRQ_INDEX. intx, msi and msix are the function's interrupts (one kind at a time);
+// request is VFIO_PCI_REQ_IRQ_INDEX, the kernel asking the user to let go of the device (an
+// unbind or a hot unplug is waiting: vfio_pci_core_request), alongside any of them.
+enum class irq_kind : unsigned { intx = 0, msi = 1, msix = 2, request = 4 };
+inline constexpr unsigned irq_kind_count = 5;   // VFIO_PCI_NUM_IRQS (3, ERR, is not used)
 
 struct irq_info {
     irq_kind kind;
@@ -142,6 +145,14 @@ public:
     // Bus mastering off, interrupts off, every DMA mapping and BAR mapping removed, every fd
     // closed. A second release does nothing. The destructor releases.
     virtual void release() noexcept = 0;
+    // release() while other threads may still touch the function (the device's removal was
+    // requested and its user did not let go in time): each BAR mapping is replaced by private
+    // anonymous memory at the same address (stores land there, loads read zero: no SIGBUS, as
+    // DPDK remaps a removed device's BARs), and the interrupts' eventfds stay open, never
+    // signalled again, until the object is destroyed (a thread polling them sees no reused fd).
+    // The device is let go all the same: its fd closed, its DMA unmapped. (The default, for a
+    // back end that maps no BAR: release().)
+    virtual void let_go() noexcept { release(); }
 
     // ---- conveniences over config space (non-virtual: same for every back end) ----
     result<std::uint16_t> config_read16(std::uint32_t offset);
@@ -173,6 +184,10 @@ struct open_options {
     // (for a server not trusted with the pages: spec "Client memory access"). Slow.
     bool vfio_user_dma_by_message = false;
 };
+
+// let_go()'s stand-in for a BAR mapping: private anonymous memory mapped over [base, base +
+// length) in place (MAP_FIXED replaces the old mapping in one step), kept for the process's life.
+void map_placeholder(void* base, std::size_t length) noexcept;
 
 // "0000:bb:dd.f" (kernel VFIO) or "vfio-user:PATH" (a vfio-user server, e.g. rig-nicsim).
 result<std::unique_ptr<function>> open(std::string_view where, const open_options& options = {});

@@ -96,11 +96,13 @@ result<void> nic::start(std::string_view where, const nic_options& options) {
     _gid = _control->gid();
     _path_mtu = _control->path_mtu();
     _log_ring = std::min(options.log_ring_entries, _control->log_max_ring());
+    watch_removal();
     return {};
 }
 
 nic::~nic() {
     static_cast<void>(close());
+    stop_removal_watch();  // a removal being answered finishes first (it lets go of the device)
     _control.reset();  // its event thread (which calls into this object) ends before the rest goes
 }
 
@@ -370,6 +372,11 @@ result<void> nic::close() {
         }
     }
     _close_result = first ? result<void>(std::unexpected(std::move(*first))) : result<void>{};
+    {
+        std::lock_guard hold(_removal_lock);   // a removal waiting for close() hears of it
+        _closed_for_removal = true;
+    }
+    _removal_closed.notify_all();
     return *_close_result;
 }
 

@@ -31,6 +31,7 @@
 #include <optional>
 #include <random>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "driver/dma_memory.hpp"
@@ -79,6 +80,16 @@ struct nic_options {
     std::function<void(bool up)> port_change;
     // the NIC's machine failed (fatal health report, internal error, the function gone).
     std::function<void(const error&)> fatal;
+    // the device's removal was requested (VFIO's request IRQ: an unbind or hot unplug of the
+    // function waits for its user to let go; kernel VFIO, and a vfio-user server that offers
+    // it, as rig-nicsim does): close() the NIC within `deadline`. Called on the NIC's removal
+    // thread, which may call close() (not destroy the NIC). Whether closed in time or not, at the
+    // deadline's end the NIC lets go of the device: not closed, it fails first (its queue pairs'
+    // entries and groups complete with the NIC's failure, as on a fatal error) and its BARs are
+    // left as private memory, so threads still posting write into nothing (driver::function
+    // let_go). Further use of the NIC gets its failure.
+    std::function<void(std::chrono::milliseconds deadline)> removal_requested;
+    std::chrono::milliseconds removal_deadline{5000};
     // Each ring of a queue pair has 2^n entries (capped by the NIC's log_max_qp_sz); its CQs
     // have as many CQEs.
     std::uint8_t log_ring_entries = 12;
@@ -172,6 +183,11 @@ private:
                            std::chrono::nanoseconds bound);
     std::chrono::milliseconds wait_look_interval() const noexcept { return _options.wait_look_interval; }
     bool machine_failed() const noexcept { return _machine_failed.load(std::memory_order_relaxed); }
+    // qp/removal.cpp: the request IRQ wired to an eventfd (when the function offers one) and the
+    // thread that answers it; stopped before the NIC goes.
+    void watch_removal();
+    void answer_removal();
+    void stop_removal_watch() noexcept;
 
     nic_options _options;
     std::unique_ptr<driver::function> _fn;
@@ -198,6 +214,14 @@ private:
     // failure or the NIC's failure.
     std::mutex _wake_lock;
     std::condition_variable _wake;
+    // The removal watch: the request IRQ's eventfd (the function owns it), an eventfd that stops
+    // the thread, and close()'s word to a removal waiting for it.
+    int _request_fd = -1;
+    int _removal_stop_fd = -1;
+    std::thread _removal_thread;
+    std::mutex _removal_lock;
+    std::condition_variable _removal_closed;
+    std::atomic<bool> _closed_for_removal{false};   // close() finished (taken without _lock)
 };
 
 }  // namespace rig

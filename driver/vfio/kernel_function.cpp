@@ -35,6 +35,7 @@ std::string_view irq_name(irq_kind k) {
     case irq_kind::intx: return "INTx";
     case irq_kind::msi: return "MSI";
     case irq_kind::msix: return "MSI-X";
+    case irq_kind::request: return "REQ";
     }
     return "?";
 }
@@ -291,8 +292,10 @@ public:
         if (!info->eventfd) {
             return std::unexpected(fail(call, _bdf, "this interrupt cannot signal an eventfd", ENOTSUP));
         }
-        for (irq_kind k : {irq_kind::intx, irq_kind::msi, irq_kind::msix}) {
-            if (_irq_fds[static_cast<unsigned>(k)].size() != 0) {
+        // the request IRQ runs beside them; enabling it again replaces its eventfd
+        for (irq_kind k : {irq_kind::intx, irq_kind::msi, irq_kind::msix, irq_kind::request}) {
+            const bool same_class = (k == irq_kind::request) == (kind == irq_kind::request);
+            if (same_class && _irq_fds[static_cast<unsigned>(k)].size() != 0) {
                 if (auto r = disable_irqs(k); !r) {
                     return std::unexpected(r.error());
                 }
@@ -372,13 +375,24 @@ public:
         return {};
     }
 
-    void release() noexcept override {
+    void release() noexcept override { release_device(false); }
+    void let_go() noexcept override { release_device(true); }
+
+    void release_device(bool placeholders) noexcept {
         std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (!_device) {
             return;
         }
-        for (irq_kind k : {irq_kind::intx, irq_kind::msi, irq_kind::msix}) {
-            if (auto r = disable_irqs(k); !r) {
+        for (irq_kind k : {irq_kind::intx, irq_kind::msi, irq_kind::msix, irq_kind::request}) {
+            auto& fds = _irq_fds[static_cast<unsigned>(k)];
+            if (placeholders && !fds.empty()) {
+                // the kernel lets go of them; pollers keep valid, silent fds (function.hpp)
+                if (auto r = set_irqs_none(k, VFIO_IRQ_SET_ACTION_TRIGGER, 0); !r) {
+                    log().debug("{}: let go: {}", _bdf, r.error().message);
+                }
+                std::move(fds.begin(), fds.end(), std::back_inserter(_kept_fds));
+                fds.clear();
+            } else if (auto r = disable_irqs(k); !r) {
                 log().debug("{}: release: {}", _bdf, r.error().message);
             }
         }
@@ -388,7 +402,11 @@ public:
         }
         for (unsigned i = 0; i < bar_count; ++i) {
             if (_bars[i]) {
-                munmap(_bars[i]->base, _bar_lengths[i]);
+                if (placeholders) {
+                    map_placeholder(_bars[i]->base, _bar_lengths[i]);
+                } else {
+                    munmap(_bars[i]->base, _bar_lengths[i]);
+                }
                 _bars[i].reset();
             }
         }
@@ -546,7 +564,8 @@ private:
     std::optional<iova_allocator> _iova;
     std::map<std::uint64_t, std::uint64_t> _dma;   // device address -> bytes
     std::uint64_t _mapped_bytes = 0;
-    std::array<std::vector<unique_fd>, 3> _irq_fds;
+    std::array<std::vector<unique_fd>, irq_kind_count> _irq_fds;
+    std::vector<unique_fd> _kept_fds;   // let_go(): the eventfds pollers may still hold
 };
 
 }  // namespace

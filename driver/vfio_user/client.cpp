@@ -41,7 +41,12 @@ client::client(std::string name, int sock, const open_options& options)
       _sock(sock),
       _iova({{0, ~std::uint64_t{0}}}, options.dma_limit) {}
 
-client::~client() { release(); }
+client::~client() {
+    release();
+    for (int fd : _kept_fds) {
+        ::close(fd);
+    }
+}
 
 error client::lose_connection(std::string_view call, std::string reason, int err) {
     if (_sock >= 0) {
@@ -305,12 +310,20 @@ result<void> client::reset() {
     return {};
 }
 
-void client::release() noexcept {
+void client::release_device(bool placeholders) noexcept {
     std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     if (_released) {
         return;
     }
     _released = true;
+    if (placeholders) {
+        // pollers keep valid, silent fds (function.hpp let_go); the server drops its copies
+        // with the connection (spec "Socket Disconnection")
+        for (auto& fds : _irq_fds) {
+            _kept_fds.insert(_kept_fds.end(), fds.begin(), fds.end());
+            fds.clear();
+        }
+    }
     try {
         if (_sock >= 0) {
             // stop the device's DMA and interrupts before taking its memory away
@@ -338,7 +351,12 @@ void client::release() noexcept {
     }
     _windows.clear();
     for (auto& [key, b] : _bars) {
-        ::munmap(b.base, (b.size + page - 1) / page * page);
+        const std::size_t length = (b.size + page - 1) / page * page;
+        if (placeholders) {
+            map_placeholder(b.base, length);
+        } else {
+            ::munmap(b.base, length);
+        }
     }
     _bars.clear();
     if (_sock >= 0) {

@@ -68,7 +68,8 @@ public:
     result<void> disable_irqs(irq_kind kind) override;
     result<void> unmask_intx() override;
     result<void> reset() override;
-    void release() noexcept override;
+    void release() noexcept override { release_device(false); }
+    void let_go() noexcept override { release_device(true); }
 
     // What the server announced in VERSION (defaults where it said nothing).
     const vfio_user::abi::caps& server_caps() const noexcept { return _server; }
@@ -98,6 +99,7 @@ private:
     io_result answer(const message& m, std::chrono::steady_clock::time_point deadline);
     result<region_entry> query_region(region index);
     const window* find_window(std::uint64_t address, std::uint64_t count) const;
+    void release_device(bool placeholders) noexcept;   // release() and let_go() (function.hpp)
 
     // One control call at a time, from any thread (function.hpp): the socket carries one
     // request and its reply at a time, and the windows/IRQ tables change under calls.
@@ -117,7 +119,8 @@ private:
     iova_allocator _iova;
     std::map<std::uint64_t, window> _windows;   // by IOVA
     std::map<std::pair<unsigned, caching>, bar_mapping> _bars;   // by BAR and the caching asked for
-    std::array<std::vector<int>, 3> _irq_fds;   // by irq_kind
+    std::array<std::vector<int>, irq_kind_count> _irq_fds;   // by irq_kind
+    std::vector<int> _kept_fds;   // let_go(): eventfds pollers may still hold, closed at destruction
     bool _released = false;
 };
 

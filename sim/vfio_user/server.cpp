@@ -189,9 +189,13 @@ void server::irq_state::disable() noexcept {
 // (hw/vfio/pci.c vfio_pci_populate_device), and with it vfio_register_err_notifier installs an
 // eventfd. It is kept; a device model that reports an uncorrectable error signals it by
 // trigger(irq::err, 0).
+// And one REQ vector, as vfio-pci offers every function (vfio_pci_get_irq_count,
+// VFIO_PCI_REQ_IRQ_INDEX) and libvfio-user's VFU_DEV_REQ_IRQ: the server asks its client to let
+// go of the device by trigger(irq::req, 0) (request_removal).
 std::uint32_t server::vectors(unsigned kind) {
     const std::uint32_t n = _dev.irq_count(static_cast<irq>(kind));
-    return kind == static_cast<unsigned>(irq::err) ? std::max<std::uint32_t>(n, 1) : n;
+    const bool always = kind == static_cast<unsigned>(irq::err) || kind == static_cast<unsigned>(irq::req);
+    return always ? std::max<std::uint32_t>(n, 1) : n;
 }
 
 void server::drop_irqs() {
