@@ -359,6 +359,7 @@ result<void> nic::close() {
         for (auto& group : _groups) {
             if (!group->destroyed) {
                 group->destroyed = true;
+                wake_group(*group);   // a sleeper on its eventfd wakes to find it destroyed
                 keep(release_group(*group));
             }
         }

@@ -127,13 +127,12 @@ TEST_CASE("NIC events: a queued event's handler runs after async_next returns; c
         std::this_thread::sleep_for(1ms);
     }
     REQUIRE(x.events.queued() >= 1);
-    // run by the io_context's thread, never inside the call: `returned` is set first
-    std::atomic<bool> returned{false};
+    // run by the io_context's thread (the executor given), never inside the call on this one
     std::promise<bool> ran;
-    x.events.async_next([&](boost::system::error_code code, nic_event e) {
-        ran.set_value(returned.load() && !code && e.what == nic_event::kind::port_down);
+    const std::thread::id caller = std::this_thread::get_id();
+    x.events.async_next([&](boost::system::error_code code, nic_event) {
+        ran.set_value(std::this_thread::get_id() == x.runner.get_id() && std::this_thread::get_id() != caller && !code);
     });
-    returned = true;
     auto f = ran.get_future();
     REQUIRE(f.wait_for(5s) == std::future_status::ready);
     CHECK(f.get());
