@@ -157,7 +157,9 @@ private:
     friend class completion_group;
     nic();
     result<void> start(std::string_view where, const nic_options& options);
-    result<region> add_region(driver::dma_memory memory, access a, const char* call);
+    // `bytes`: what the region exposes and its key covers (0: the whole memory); the memory is
+    // mapped whole (allocate's may be whole 2 MiB pages for a request of a few KiB).
+    result<region> add_region(driver::dma_memory memory, access a, const char* call, std::size_t bytes = 0);
     result<void> deregister(detail::region_state& s);
     result<void> connect(detail::qp_state& s, const endpoint& e, std::uint32_t path_mtu_bytes);
     result<void> destroy(detail::qp_state& s);

@@ -4,6 +4,7 @@
 
 #include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -57,7 +58,11 @@ result<region> nic::allocate(std::size_t bytes, access a) {
     if (!memory) {
         return std::unexpected(detail::os_error("allocate", memory.error()));
     }
-    return add_region(std::move(*memory), a, "allocate");
+    // The region is what was asked for in whole 4 KiB pages, whatever pages back it: its key
+    // reaches no further (a peer cannot touch the rest of a 2 MiB page), and its bounds are
+    // the ones misuse is judged by.
+    constexpr std::size_t page = driver::dma_memory::small_page;
+    return add_region(std::move(*memory), a, "allocate", (bytes + page - 1) / page * page);
 }
 
 result<region> nic::register_memory(driver::dma_memory memory, access a) {
@@ -82,13 +87,13 @@ result<region> nic::register_memory(const app_memory& memory, access a) {
                       a, "register_memory");
 }
 
-result<region> nic::add_region(driver::dma_memory memory, access a, const char* call) {
+result<region> nic::add_region(driver::dma_memory memory, access a, const char* call, std::size_t bytes) {
     std::lock_guard g(_lock);
     if (_closed) {
         misuse(std::string(call) + ": the NIC is closed");
     }
     auto s = std::make_unique<detail::region_state>();
-    s->bytes = memory.size();
+    s->bytes = bytes == 0 ? memory.size() : std::min(bytes, memory.size());
     s->rights = a;
     auto iova = _fn->dma_map(memory, 0, memory.size(), driver::dma_access::read_write);
     if (!iova) {
@@ -99,7 +104,7 @@ result<region> nic::add_region(driver::dma_memory memory, access a, const char* 
     if (auto r = _control->register_memory(*s); !r) {
         if (s->memory) {
             // still ours (not stranded by the control plane): unmapped, and freed with `s`
-            static_cast<void>(_fn->dma_unmap(s->iova, s->bytes));
+            static_cast<void>(_fn->dma_unmap(s->iova, s->memory.size()));
         }
         return std::unexpected(detail::named(call, std::move(r.error())));
     }
@@ -125,7 +130,7 @@ result<void> nic::release_region(detail::region_state& s) {
     }
     s.registered = false;
     result<void> out;
-    if (auto r = _fn->dma_unmap(s.iova, s.bytes); !r) {
+    if (auto r = _fn->dma_unmap(s.iova, s.memory.size()); !r) {   // mapped whole
         out = std::unexpected(detail::os_error("deregister", r.error()));
     }
     s.memory = driver::dma_memory();
