@@ -21,6 +21,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "abi/mlx5/ifc/cmd.hpp"
 #include "qp/group.hpp"
 #include "qp/nic.hpp"
 #include "qp/qp.hpp"
@@ -444,4 +445,30 @@ TEST_CASE("unsignalled entries complete silently with the next signalled one; a 
     CHECK(got[1].failure->flushed);
     std::array<completion, 4> more{};
     CHECK(g.wait(more, 20ms) == 0);
+}
+
+TEST_CASE("group: a make_group the firmware refuses part-way gives back what it took (mlx5: CREATE_CQ after the "
+          "group's EQ)",
+          "[model][group]") {
+    two_groups t(4096);
+    if (!t.m1.mlx5) {
+        WARN("mlx5 only: the bnxt model injects failures on its HWRM channel only; the group's CQ is the RoCE "
+             "channel's");
+        return;
+    }
+    const std::size_t objects = t.m1.mlx5->objects();
+    t.m1.mlx5->fail_next(static_cast<std::uint16_t>(rig::mlx5::ifc::opcode::create_cq),
+                         rig::mlx5::ifc::cmd_status::bad_res_state_err, 0x1234);
+    auto refused = t.n1->make_group({.entries = 64});
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().kind == rig::error_kind::firmware);
+    CHECK(refused.error().opcode_name == "CREATE_CQ");
+    CHECK(refused.error().syndrome == 0x1234u);
+    // its EQ destroyed again: the model holds what it held before, and all eight vectors are free
+    CHECK(t.m1.mlx5->objects() == objects);
+    std::vector<rig::completion_group> groups;
+    for (int i = 0; i < 8; ++i) {
+        groups.push_back(value(t.n1->make_group({.entries = 64})));
+    }
+    CHECK_FALSE(t.n1->make_group({.entries = 64}).has_value());
 }
