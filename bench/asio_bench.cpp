@@ -156,34 +156,23 @@ std::vector<double> sync_plain(setup& s, std::size_t n) {
     return ns;
 }
 
-std::vector<double> sync_group(setup& s, std::size_t n) {
+// The group's own CQ: polled (spinning, yielding between looks) or, `sleeping`, through
+// completion_group::wait (drain-arm-drain and poll(2) on the eventfd).
+std::vector<double> sync_group(setup& s, std::size_t n, bool sleeping) {
     std::vector<double> ns;
     ns.reserve(n);
     std::array<rig::completion, 4> done;
     for (std::size_t i = 0; i < n; ++i) {
         const auto t0 = clk::now();
         s.grouped.write(s.ra, 0, 64, s.rb.remote(0), i);
-        while (s.sync_group.poll(done) == 0) {
-            std::this_thread::yield();
-        }
-        if (!done[0].ok()) {
-            die("a WRITE failed: " + done[0].failure->message);
-        }
-        ns.push_back(since(t0));
-    }
-    return ns;
-}
-
-// completion_group::wait: drain-arm-drain and poll(2) on the eventfd, the sleeping sync path.
-std::vector<double> sync_group_wait(setup& s, std::size_t n) {
-    std::vector<double> ns;
-    ns.reserve(n);
-    std::array<rig::completion, 4> done;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto t0 = clk::now();
-        s.grouped.write(s.ra, 0, 64, s.rb.remote(0), i);
-        if (s.sync_group.wait(done, std::chrono::seconds(5)) == 0) {
-            die("a WRITE did not complete in 5 s");
+        if (sleeping) {
+            if (s.sync_group.wait(done, std::chrono::seconds(5)) == 0) {
+                die("a WRITE did not complete in 5 s");
+            }
+        } else {
+            while (s.sync_group.poll(done) == 0) {
+                std::this_thread::yield();
+            }
         }
         if (!done[0].ok()) {
             die("a WRITE failed: " + done[0].failure->message);
@@ -233,8 +222,8 @@ void run(const std::string& family, const options& o) {
     };
     const std::vector<row> rows = {
         {"sync: write + poll (own CQ)", [&](std::size_t n) { return sync_plain(s, n); }},
-        {"sync: write + group poll", [&](std::size_t n) { return sync_group(s, n); }},
-        {"sync: write + group wait, sleeping", [&](std::size_t n) { return sync_group_wait(s, n); }},
+        {"sync: write + group poll", [&](std::size_t n) { return sync_group(s, n, false); }},
+        {"sync: write + group wait, sleeping", [&](std::size_t n) { return sync_group(s, n, true); }},
         {"async_write use_awaitable, sleeping", [&](std::size_t n) { return async(s, s.sleeping, s.async_sleep, n); }},
         {"async_write use_awaitable, spinning", [&](std::size_t n) { return async(s, s.spinning, s.async_spin, n); }},
     };

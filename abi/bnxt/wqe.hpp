@@ -300,14 +300,31 @@ inline std::uint8_t signal_flag(bool signal) noexcept {
 
 // ---- writers ------------------------------------------------------------------------------------
 
+namespace detail {
+// SEND (with immediate or not) and RDMA WRITE (with immediate or not) of a list of elements.
+inline std::size_t write_send(std::span<std::byte> ring, std::size_t at, wqe_mode mode, std::span<const local> src,
+                              bool signal, std::uint8_t type, std::uint32_t immediate) {
+    const std::uint32_t length = total_length(src);
+    const std::size_t used = 2 + src.size();
+    const std::size_t taken = check_place(ring, at, mode, used);
+    put_entry(ring, at, taken, send_header(signal_flag(signal), used, length, type, immediate), src, {});
+    return taken;
+}
+inline std::size_t write_rdma_write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
+                                    std::span<const local> src, const remote& dst, bool signal, std::uint8_t type,
+                                    std::uint32_t immediate) {
+    const std::uint32_t length = total_length(src);
+    check_remote(dst);
+    const std::size_t used = 2 + src.size();
+    const std::size_t taken = check_place(ring, at, mode, used);
+    put_entry(ring, at, taken, rdma_header(type, signal_flag(signal), used, length, dst, immediate), src, {});
+    return taken;
+}
+}  // namespace detail
+
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
                          const send_op& o, bool signal) {
-    const std::uint32_t length = detail::total_length(o.src);
-    const std::size_t used = 2 + o.src.size();
-    const std::size_t taken = detail::check_place(ring, at, mode, used);
-    detail::put_entry(ring, at, taken,
-                      detail::send_header(detail::signal_flag(signal), used, length), o.src, {});
-    return taken;
+    return detail::write_send(ring, at, mode, o.src, signal, SQ_BASE_WQE_TYPE_SEND, 0);
 }
 
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
@@ -325,15 +342,7 @@ inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mod
 
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
                          const write_op& o, bool signal) {
-    const std::uint32_t length = detail::total_length(o.src);
-    detail::check_remote(o.dst);
-    const std::size_t used = 2 + o.src.size();
-    const std::size_t taken = detail::check_place(ring, at, mode, used);
-    detail::put_entry(ring, at, taken,
-                      detail::rdma_header(SQ_BASE_WQE_TYPE_WRITE_WQE, detail::signal_flag(signal),
-                                          used, length, o.dst),
-                      o.src, {});
-    return taken;
+    return detail::write_rdma_write(ring, at, mode, o.src, o.dst, signal, SQ_BASE_WQE_TYPE_WRITE_WQE, 0);
 }
 
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
@@ -353,27 +362,13 @@ inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mod
 
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
                          const send_imm_op& o, bool signal) {
-    const std::uint32_t length = detail::total_length(o.src);
-    const std::size_t used = 2 + o.src.size();
-    const std::size_t taken = detail::check_place(ring, at, mode, used);
-    detail::put_entry(ring, at, taken,
-                      detail::send_header(detail::signal_flag(signal), used, length,
-                                          SQ_BASE_WQE_TYPE_SEND_W_IMMEAD, o.immediate),
-                      o.src, {});
-    return taken;
+    return detail::write_send(ring, at, mode, o.src, signal, SQ_BASE_WQE_TYPE_SEND_W_IMMEAD, o.immediate);
 }
 
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
                          const write_imm_op& o, bool signal) {
-    const std::uint32_t length = detail::total_length(o.src);
-    detail::check_remote(o.dst);
-    const std::size_t used = 2 + o.src.size();
-    const std::size_t taken = detail::check_place(ring, at, mode, used);
-    detail::put_entry(ring, at, taken,
-                      detail::rdma_header(SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD, detail::signal_flag(signal),
-                                          used, length, o.dst, o.immediate),
-                      o.src, {});
-    return taken;
+    return detail::write_rdma_write(ring, at, mode, o.src, o.dst, signal, SQ_BASE_WQE_TYPE_WRITE_W_IMMEAD,
+                                    o.immediate);
 }
 
 inline std::size_t write(std::span<std::byte> ring, std::size_t at, wqe_mode mode,
