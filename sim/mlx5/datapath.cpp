@@ -7,6 +7,7 @@
 #include <string>
 
 #include "abi/bits.hpp"
+#include "abi/mlx5/ifc/eqe.hpp"
 #include "abi/mlx5/ifc/qp.hpp"
 #include "abi/mlx5/ifc/resources.hpp"
 // after the ifc headers, as in doorbells.cpp: its rig::mlx5::abi would hide rig::abi from them
@@ -133,10 +134,28 @@ bool datapath::pass(roce::clock::time_point now) {
                 // which only 2RST (or 2ERR) leaves
                 s.q->state = ifc::qpc_state::err;
                 abi::set<ifc::qpc::state>(s.q->qpc, static_cast<std::uint8_t>(ifc::qpc_state::err));
+                raise_responder_event(s, q->qpn);
             }
         }
     }
     return did;
+}
+
+// A responder that failed its queue pair raises the affiliated event a card raises there (IB
+// spec 11.6.3; mlx5_core maps them to IB_EVENT_QP_ACCESS_ERR, _REQ_ERR, _FATAL): an access
+// violation (a bad R_Key, range or right) WQ_ACCESS_ERROR, an invalid request (too long for its
+// receive, a bad opcode sequence) WQ_INVAL_REQ_ERROR, a remote operational error WQ_CATAS_ERROR.
+// A requester's failure has its error CQE only.
+void datapath::raise_responder_event(const qp_slot& s, std::uint32_t qpn) {
+    const auto nak = s.rc->responder_failure();
+    if (!nak) {
+        return;
+    }
+    using rig::roce::nak_code;
+    const ifc::event_type type = *nak == nak_code::remote_access_error ? ifc::event_type::wq_access_error
+                                 : *nak == nak_code::invalid_request   ? ifc::event_type::wq_inval_req_error
+                                                                       : ifc::event_type::wq_catas_error;
+    _fn.post_qp_event_locked(qpn, static_cast<std::uint8_t>(type));
 }
 
 // No RC queue pair yet (a function just reset, or before its first QP reaches RTR): a card

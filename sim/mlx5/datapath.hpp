@@ -165,6 +165,7 @@ private:
     bool gather_send(qp_slot& s, const qp_object& q, std::uint32_t most);
     bool fetch_receives(qp_slot& s, const qp_object& q);
     bool drain_completions(qp_slot& s, const qp_object& q);
+    void raise_responder_event(const qp_slot& s, std::uint32_t qpn);
     bool write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode);
     void signal(cq_slot& slot);
     void arm(cq_slot& slot, std::uint32_t word, bool stored);

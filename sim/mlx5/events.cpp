@@ -258,10 +258,15 @@ bool function_model::post_cq_error(std::uint32_t cqn, std::uint8_t syndrome) {
 }
 
 bool function_model::post_qp_event(std::uint32_t qpn, std::uint8_t event_type) {
+    std::lock_guard g(_lock);
+    return post_qp_event_locked(qpn, event_type);
+}
+
+bool function_model::post_qp_event_locked(std::uint32_t qpn, std::uint8_t event_type) {
     std::array<std::byte, ifc::qp_events::size_bytes> data{};
     abi::set<ifc::qp_events::type>(data, 0);  // the object is a QP (not an RQ or SQ)
     abi::set<ifc::qp_events::qpn_rqn_sqn>(data, qpn & ci_mask);
-    return post_event(event_type, 0, data);
+    return post_event_locked(event_type, 0, data);
 }
 
 }  // namespace rig::sim::mlx5

@@ -312,6 +312,7 @@ private:
 
     // events.cpp, with _lock held
     bool post_event_locked(std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
+    bool post_qp_event_locked(std::uint32_t qpn, std::uint8_t event_type);
     bool post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
     bool poll_eq_doorbells();  // true when a doorbell was written since the last look
     void apply_eq_doorbell(std::uint32_t page, bool arm, std::uint32_t value);

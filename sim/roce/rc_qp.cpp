@@ -179,6 +179,7 @@ void rc_qp::reset() noexcept {
     _epsn = _msn = 0;
     _nak_silent = false;
     _inbound = inbound::none;
+    _responder_failure.reset();
     _in_offset = _in_va = _in_length = 0;
     _reads_head = _reads_tail = 0;
     _ack_pending = _nak_pending = false;

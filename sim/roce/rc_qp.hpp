@@ -132,6 +132,10 @@ public:
 
     std::uint32_t qpn() const noexcept { return _config.qpn; }
     qp_state state() const noexcept { return _state; }
+    // The NAK with which the responder failed the queue pair, if it did (a card raises the
+    // matching affiliated event at the responder: IB spec 11.6.3, Local Access Violation / Invalid
+    // Request WQ errors).
+    std::optional<rig::roce::nak_code> responder_failure() const noexcept { return _responder_failure; }
     const qp_counters& counters() const noexcept { return _counters; }
 
     // ---- state transitions (control path). A transition from the wrong state, or a bad
@@ -306,6 +310,7 @@ private:
     std::uint32_t _msn = 0;         // messages completed (24 bits)
     bool _nak_silent = false;       // a NAK went out; quiet until the expected PSN arrives
     inbound _inbound = inbound::none;
+    std::optional<rig::roce::nak_code> _responder_failure;
     std::uint64_t _in_offset = 0;   // bytes of the inbound message so far
     std::uint64_t _in_va = 0;       // inbound WRITE: target
     std::uint32_t _in_rkey = 0;

@@ -266,6 +266,7 @@ void rc_qp::responder_fails(proto::nak_code code, std::uint32_t psn, completion_
         ++_rq_done;
     }
     nak(code, psn);
+    _responder_failure = code;
     enter_error();
 }
 
