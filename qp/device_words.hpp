@@ -53,7 +53,8 @@ struct register_port {
 };
 
 // Reads an eventfd (non-blocking) down to 0: the events so far taken in before a re-arm (a
-// completion group's vector, qp/mlx5/group_path.hpp, qp/bnxt/group_path.hpp).
+// completion group's vector, qp/mlx5/group_path.hpp, qp/bnxt/group_path.hpp), or the removal
+// request's count (qp/removal.cpp).
 inline void drain_eventfd(int fd) noexcept {
     std::uint64_t count = 0;
     while (::read(fd, &count, sizeof count) == static_cast<ssize_t>(sizeof count)) {

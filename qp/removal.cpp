@@ -11,19 +11,10 @@
 #include <cstdint>
 
 #include "driver/log.hpp"
+#include "qp/device_words.hpp"
 #include "qp/nic.hpp"
 
 namespace rig {
-
-namespace {
-
-void drain(int fd) noexcept {
-    std::uint64_t n = 0;
-    while (::read(fd, &n, sizeof n) == static_cast<ssize_t>(sizeof n)) {
-    }
-}
-
-}  // namespace
 
 void nic::watch_removal() {
     auto info = _fn->get_irq_info(driver::irq_kind::request);
@@ -51,7 +42,7 @@ void nic::watch_removal() {
                 return;   // stop_removal_watch
             }
             if ((p[0].revents & POLLIN) != 0) {
-                drain(_request_fd);
+                qp::drain_eventfd(_request_fd);
                 answer_removal();
                 return;   // one answer: the device is gone after it
             }

@@ -147,3 +147,38 @@ TEST_CASE("NIC events: a queued event's handler runs after async_next returns; c
     REQUIRE(later.wait_for(5s) == std::future_status::ready);
     CHECK_THROWS_AS(later.get(), boost::system::system_error);
 }
+
+TEST_CASE("NIC events: a full queue drops its oldest and the next event says how many; callbacks held before "
+          "attach still run",
+          "[model][api][asio][events]") {
+    boost::asio::io_context io;
+    rig::asio::nic_events events(io.get_executor(), /*capacity=*/2);
+    int before = 0;
+    rig::nic_options o;
+    o.port_change = [&](bool) { ++before; };
+    events.attach(o);
+    // as the NIC's event thread calls them: four events, no wait pending
+    o.port_change(false);
+    o.port_change(true);
+    o.qp_event(7, "WQ_CATAS_ERROR", true);
+    o.fatal(rig::plain_error(rig::error_kind::firmware, "gone"));
+    CHECK(before == 2);
+    CHECK(events.queued() == 2);
+    std::vector<nic_event> got;
+    for (int i = 0; i < 2; ++i) {
+        events.async_next([&](boost::system::error_code code, nic_event e) {
+            REQUIRE_FALSE(code);
+            got.push_back(std::move(e));
+        });
+    }
+    CHECK(got.empty());   // posted, not run inside async_next
+    io.run_for(1s);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].what == nic_event::kind::queue_pair_failed);
+    CHECK(got[0].qp == 7);
+    CHECK(got[0].name == "WQ_CATAS_ERROR");
+    CHECK(got[0].dropped == 2);   // the two port events
+    CHECK(got[1].what == nic_event::kind::nic_failed);
+    CHECK(got[1].failure->message == "gone");
+    CHECK(got[1].dropped == 0);
+}
