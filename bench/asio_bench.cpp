@@ -1,4 +1,4 @@
-// bench-asio: the latency of one 64-byte WRITE through the Boost.Asio adapter (qp/asio.hpp,
+// bench-asio: the latency of one 64-byte WRITE through the Boost.Asio adapter (rig/asio.hpp,
 // async_write with use_awaitable in a coroutine) against the synchronous API, on two function
 // models of one family on one in-process wire, served by this process and opened through the
 // public API (--family mlx5|bnxt; both by default). Prints figures, asserts nothing.
@@ -39,11 +39,11 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "bench/served_models.hpp"
-#include "qp/asio.hpp"
-#include "qp/group.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/asio.hpp"
+#include "rig/group.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 
 namespace {
 

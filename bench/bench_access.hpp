@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 
 namespace rig::bench {
 

@@ -1,4 +1,4 @@
-// bench-group: draining a completion group (qp/group.hpp) in batches against polling each queue
+// bench-group: draining a completion group (rig/group.hpp) in batches against polling each queue
 // pair on its own (queue_pair::poll), on two function models of one family (--family mlx5|bnxt,
 // mlx5 by default) on one in-process wire, served by this process and opened through the public
 // API. Prints figures, asserts nothing.
@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "bench/served_models.hpp"
-#include "qp/group.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/group.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 
 namespace {
 

@@ -44,10 +44,10 @@
 #include <thread>
 #include <vector>
 
-#include "qp/endpoint.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/endpoint.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "sim/bnxt/datapath.hpp"
 #include "sim/bnxt/function_model.hpp"
 #include "sim/mlx5/datapath.hpp"

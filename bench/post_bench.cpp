@@ -21,8 +21,8 @@
 #include "qp/state.hpp"  // first: see qp/mlx5/data_path.hpp
 #include "qp/mlx5/completion_queue.hpp"
 #include "qp/mlx5/send_queue.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 
 #include "bench/bench_access.hpp"
 

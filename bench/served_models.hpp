@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "qp/error.hpp"
+#include "rig/error.hpp"
 #include "sim/bnxt/datapath.hpp"
 #include "sim/bnxt/function_model.hpp"
 #include "sim/mlx5/datapath.hpp"

@@ -1,6 +1,6 @@
-// The Asio adapter's core (qp/asio.hpp): the slot table its tags name, the queue pairs it made,
-// and the loop on the group's eventfd: drain, arm, drain, wait (qp/group.hpp).
-#include "qp/asio.hpp"
+// The Asio adapter's core (rig/asio.hpp): the slot table its tags name, the queue pairs it made,
+// and the loop on the group's eventfd: drain, arm, drain, wait (rig/group.hpp).
+#include "rig/asio.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,8 +17,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
 
-#include "qp/endpoint.hpp"
-#include "qp/nic.hpp"
+#include "rig/endpoint.hpp"
+#include "rig/nic.hpp"
 
 namespace rig::asio {
 

@@ -1,8 +1,8 @@
-// rig::asio::nic_events (qp/asio_events.hpp): the queue the NIC's event thread fills and
+// rig::asio::nic_events (rig/asio_events.hpp): the queue the NIC's event thread fills and
 // async_next takes from.
-#include "qp/asio_events.hpp"
+#include "rig/asio_events.hpp"
 
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 
 namespace rig::asio {
 

@@ -26,10 +26,10 @@
 #include "abi/pci_ids.hpp"
 #include "driver/error.hpp"
 #include "driver/function.hpp"
-#include "qp/endpoint.hpp"
-#include "qp/error.hpp"
-#include "qp/info.hpp"
-#include "qp/nic.hpp"
+#include "rig/endpoint.hpp"
+#include "rig/error.hpp"
+#include "rig/info.hpp"
+#include "rig/nic.hpp"
 
 namespace rig::detail {
 

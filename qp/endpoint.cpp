@@ -1,4 +1,4 @@
-#include "qp/endpoint.hpp"
+#include "rig/endpoint.hpp"
 
 #include <charconv>
 #include <cstdio>

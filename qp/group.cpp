@@ -1,6 +1,6 @@
 // completion_group: the NIC's group calls (make, destroy, a queue pair in a group, the wake-up of
 // its sleepers) and the group's poll, arm and wait over the family's side (qp/group_state.hpp).
-#include "qp/group.hpp"
+#include "rig/group.hpp"
 
 #include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 #include "qp/group_state.hpp"
@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "qp/control.hpp"
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 
 namespace rig {
 

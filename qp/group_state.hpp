@@ -1,5 +1,5 @@
 #pragma once
-// What the NIC keeps for each completion group (qp/group.hpp is the handle): its CQ's number and
+// What the NIC keeps for each completion group (rig/group.hpp is the handle): its CQ's number and
 // size, its queue pairs by number, the rings whose results are due but did not fit the caller's
 // last poll, and the family's side (a variant, as a queue pair's data path). Internal to qp/.
 #include "qp/state.hpp"  // first: see qp/mlx5/data_path.hpp

@@ -1,5 +1,5 @@
 // qp_status names and the command record's JSON line.
-#include "qp/info.hpp"
+#include "rig/info.hpp"
 
 #include "abi/bits.hpp"
 

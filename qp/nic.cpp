@@ -1,6 +1,6 @@
 // nic: open (PCI layer, the family by PCI IDs, the family's control plane), make_qp, connect,
 // destroy, close; the events' way from the family's event thread to the waiters.
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 
 #include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 #include "qp/group_state.hpp"

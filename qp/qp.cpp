@@ -1,6 +1,6 @@
 // queue_pair: the misuse checks of the seed, then the family's data path (qp/state.hpp on_path:
 // the variant's index, no virtual call; mlx5: qp/mlx5/data_path.hpp).
-#include "qp/qp.hpp"
+#include "rig/qp.hpp"
 
 #include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 
@@ -10,7 +10,7 @@
 #include <atomic>
 
 #include "abi/bits.hpp"
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 
 namespace rig {
 

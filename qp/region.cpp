@@ -1,6 +1,6 @@
 // region: DMA memory mapped for the NIC and registered by the family's control plane under one
 // key, and its release.
-#include "qp/region.hpp"
+#include "rig/region.hpp"
 
 #include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 
@@ -11,7 +11,7 @@
 
 #include "abi/bits.hpp"
 #include "qp/control.hpp"
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 
 namespace rig {
 

@@ -1,4 +1,4 @@
-// The device's removal request (qp/nic.hpp nic_options::removal_requested): VFIO's request IRQ
+// The device's removal request (rig/nic.hpp nic_options::removal_requested): VFIO's request IRQ
 // (VFIO_PCI_REQ_IRQ_INDEX). When the kernel is asked to unbind the function or to remove it, it
 // signals this eventfd and waits, asking again every 10 s, until the user closes the device
 // (Linux drivers/vfio/pci/vfio_pci_core.c vfio_pci_core_request; vfio_unregister_group_dev). A
@@ -12,7 +12,7 @@
 
 #include "driver/log.hpp"
 #include "qp/device_words.hpp"
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 
 namespace rig {
 

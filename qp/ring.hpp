@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "qp/completion.hpp"
+#include "rig/completion.hpp"
 
 namespace rig::qp {
 
@@ -43,7 +43,7 @@ struct entry_error {
 using entry_result = std::expected<std::uint32_t, entry_error>;
 
 // What the caller said of an entry when posting it: its tag and operation (a completion group
-// hands them back with the entry's result, qp/group.hpp).
+// hands them back with the entry's result, rig/group.hpp).
 // A receive's label also takes what its completion said of the message that consumed it: its
 // immediate data, and op write_imm when a WRITE with immediate consumed it (note_immediate).
 struct entry_label {

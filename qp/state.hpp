@@ -1,5 +1,5 @@
 #pragma once
-// What the NIC keeps for each region and queue pair (qp/nic.hpp owns them; region and
+// What the NIC keeps for each region and queue pair (rig/nic.hpp owns them; region and
 // queue_pair are handles): the family-neutral part the API's checks and the event plumbing
 // use, what the family's control plane keeps of its firmware objects (family_objects, opaque
 // here), and the family's data path (a variant: queue_pair dispatches on its index, never by a
@@ -14,9 +14,9 @@
 #include <variant>
 
 #include "driver/dma_memory.hpp"
-#include "qp/completion.hpp"
-#include "qp/endpoint.hpp"
-#include "qp/region.hpp"
+#include "rig/completion.hpp"
+#include "rig/endpoint.hpp"
+#include "rig/region.hpp"
 
 namespace rig::detail {
 
@@ -63,7 +63,7 @@ struct qp_state {
     std::atomic<std::uint32_t> receive_events{0};
     std::uint32_t send_events_seen = 0;
     std::uint32_t receive_events_seen = 0;
-    // The completion group both rings complete to (qp/group.hpp), or null: its own CQs; and
+    // The completion group both rings complete to (rig/group.hpp), or null: its own CQs; and
     // what the group's CQEs name it by (mlx5: the QP number; bnxt: the CREATE_QP qp_handle).
     group_state* group = nullptr;
     std::uint64_t group_key = 0;

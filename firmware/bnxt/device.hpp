@@ -147,7 +147,7 @@ struct device_options {
     std::uint32_t nq_entries = 4096;     // the RoCE NQ's 16-byte entries, a power of two, 256..65536
     std::uint16_t nq_msix = 1;           // the NQ's MSI-X vector (FUNC_CFG reserves 2: CREQ and NQ)
     // MSI-X vectors beyond the CREQ's and the NQ's, reserved by FUNC_CFG and enabled with them
-    // (rcfw_events), for NQs of their own (make_nq: a completion group's, qp/group.hpp), as
+    // (rcfw_events), for NQs of their own (make_nq: a completion group's, rig/group.hpp), as
     // bnxt_re keeps an NQ per vector (bnxt_re_alloc_res, one per MSI-X entry bnxt_en gives it).
     std::uint32_t completion_vectors = 0;
     event_handlers events;               // what the event thread (and the CREQ) report

@@ -67,7 +67,7 @@ struct events_options {
     // 2^8 = 256 EQEs: rdma-core's roundup_pow_of_two(32 + MLX5_NUM_SPARE_EQE 0x80).
     std::uint8_t log_eq_size = 8;
     // MSI-X vectors enabled: 0 is this EQ's, 1.. are left for completion EQs of their own (a
-    // completion group's: qp/group.hpp), enabled once here because kernel VFIO cannot add
+    // completion group's: rig/group.hpp), enabled once here because kernel VFIO cannot add
     // vectors to enabled MSI-X without dynamic allocation (VFIO_IRQ_INFO_NORESIZE). Capped by
     // what the function offers.
     std::uint32_t vectors = 1;

@@ -1,4 +1,4 @@
-// bnxt control plane, completion groups (qp/group.hpp): an NQ of the group's own on a free MSI-X
+// bnxt control plane, completion groups (rig/group.hpp): an NQ of the group's own on a free MSI-X
 // vector (HWRM RING_ALLOC type NQ, logical_id the vector: firmware/bnxt device::make_nq), one CQ
 // whose notifications go to it (CREATE_CQ cnq_id), with the doorbells of a doorbell block of its
 // own, which the group's queue pairs name for both rings (control_qp.cpp). bnxt_re's shape: an NQ

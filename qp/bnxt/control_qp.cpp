@@ -181,7 +181,7 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const 
 }
 
 // The data path over the objects' memory and the block's doorbell words. A group's queue pair
-// gets the group's CQ as both of its CQs: the group polls it (qp/group.hpp), the queue pair's
+// gets the group's CQ as both of its CQs: the group polls it (rig/group.hpp), the queue pair's
 // own poll is refused.
 void control::set_data_path(detail::qp_state& s, const qp_objects& o, const fw::cq& send_cq, const fw::cq& receive_cq) {
     std::byte* block = block_address(*o.block);

@@ -23,7 +23,7 @@
 #include "qp/bnxt/receive_queue.hpp"
 #include "qp/bnxt/send_queue.hpp"
 #include "qp/failure.hpp"
-#include "qp/region.hpp"
+#include "rig/region.hpp"
 
 namespace rig::qp::bnxt {
 

@@ -1,5 +1,5 @@
 #pragma once
-// firmware/bnxt's errors and command records as the API's (qp/error.hpp, qp/info.hpp): the
+// firmware/bnxt's errors and command records as the API's (rig/error.hpp, rig/info.hpp): the
 // channel the command went on ("hwrm": the request's req_type, its error_code and cmd_err;
 // "rcfw": the CMDQ opcode and the CREQ status), each with the name abi/bnxt gives it. Internal to
 // qp/ (and rig-info, which drives firmware/bnxt itself).
@@ -10,8 +10,8 @@
 #include "abi/bnxt/rcfw.hpp"
 #include "firmware/bnxt/command_trace.hpp"
 #include "firmware/bnxt/error.hpp"
-#include "qp/error.hpp"
-#include "qp/info.hpp"
+#include "rig/error.hpp"
+#include "rig/info.hpp"
 
 namespace rig::qp::bnxt {
 

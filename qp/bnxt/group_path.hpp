@@ -1,5 +1,5 @@
 #pragma once
-// The bnxt side of a completion group (qp/group.hpp): one CQ that the send and receive queues of
+// The bnxt side of a completion group (rig/group.hpp): one CQ that the send and receive queues of
 // many queue pairs name (CREATE_QP scq_cid = rcq_cid = the group's), its notifications on an NQ
 // of the group's own (HWRM RING_ALLOC type NQ on the group's MSI-X vector; CREATE_CQ cnq_id), as
 // bnxt_re keeps an NQ per vector. Nothing but the group's caller reads either: no event thread.

@@ -1,4 +1,4 @@
-// mlx5 control plane, completion groups (qp/group.hpp): an EQ of the group's own on a free MSI-X
+// mlx5 control plane, completion groups (rig/group.hpp): an EQ of the group's own on a free MSI-X
 // vector (CREATE_EQ with no async event asked for: only the COMP events of the CQs that name it
 // reach it, PRM "Event Queue"), and one CQ naming that EQ (cqc.c_eqn), which the group's queue
 // pairs name for both rings (control_qp.cpp). rdma-core's shape without a kernel: the kernel

@@ -111,7 +111,7 @@ std::byte* control::uar_page() const { return _bar0.base + std::uint64_t{*_uar} 
 // The data path over the objects' memory. BlueFlame registers: bfreg k of the UAR page, two
 // halves of bf_reg_size / 2 used in turn (rdma-core mlx5 bf->buf_size); queue pairs take the
 // four bfregs of the page in turn. A group's queue pair gets the group's CQ as both of its CQs:
-// the group polls it (qp/group.hpp), the queue pair's own poll is refused.
+// the group polls it (rig/group.hpp), the queue pair's own poll is refused.
 void control::set_data_path(detail::qp_state& s, const qp_objects& o, const fw::cq& send_cq, const fw::cq& receive_cq) {
     std::byte* const uar = uar_page();
     const std::uint32_t log_bf = _hca->caps().log_bf_reg_size;

@@ -21,7 +21,7 @@
 #include "qp/mlx5/receive_queue.hpp"
 #include "qp/mlx5/send_queue.hpp"
 #include "qp/failure.hpp"
-#include "qp/region.hpp"
+#include "rig/region.hpp"
 
 namespace rig::qp::mlx5 {
 

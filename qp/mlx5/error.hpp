@@ -1,5 +1,5 @@
 #pragma once
-// firmware/mlx5's errors and command records as the API's (qp/error.hpp, qp/info.hpp): channel
+// firmware/mlx5's errors and command records as the API's (rig/error.hpp, rig/info.hpp): channel
 // "cmdq", the opcode and, for a status the firmware answered, the status and syndrome, each with
 // the kernel's name. Internal to qp/ (and rig-info, which drives firmware/mlx5 itself).
 #include <string>
@@ -8,8 +8,8 @@
 #include "abi/mlx5/ifc/cmd.hpp"
 #include "firmware/mlx5/command_trace.hpp"
 #include "firmware/mlx5/error.hpp"
-#include "qp/error.hpp"
-#include "qp/info.hpp"
+#include "rig/error.hpp"
+#include "rig/info.hpp"
 
 namespace rig::qp::mlx5 {
 

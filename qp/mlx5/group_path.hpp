@@ -1,5 +1,5 @@
 #pragma once
-// The mlx5 side of a completion group (qp/group.hpp): one CQ that the send and receive queues of
+// The mlx5 side of a completion group (rig/group.hpp): one CQ that the send and receive queues of
 // many queue pairs name (cqc of each QP: cqn_snd = cqn_rcv = the group's), and an EQ of the
 // group's own (CREATE_EQ on the group's MSI-X vector, no async events) that the CQ's completion
 // events go to (cqc.c_eqn). Nothing but the group's caller reads either: no event thread.

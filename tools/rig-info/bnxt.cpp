@@ -17,7 +17,7 @@
 #include "abi/bnxt/rcfw.hpp"
 #include "abi/bnxt/rcfw_cmds.hpp"
 #include "firmware/bnxt/device.hpp"
-#include "qp/info.hpp"
+#include "rig/info.hpp"
 #include "qp/bnxt/error.hpp"
 #include "tools/rig-info/report.hpp"
 #include "tools/rig-info/text.hpp"

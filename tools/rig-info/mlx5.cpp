@@ -6,7 +6,7 @@
 #include "abi/mlx5/ifc/vport.hpp"
 #include "firmware/mlx5/command_trace.hpp"
 #include "firmware/mlx5/hca.hpp"
-#include "qp/info.hpp"
+#include "rig/info.hpp"
 #include "qp/mlx5/error.hpp"
 #include "tools/rig-info/report.hpp"
 #include "tools/rig-info/text.hpp"

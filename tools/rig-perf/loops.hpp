@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "tools/rig-perf/perf_types.hpp"
 
 namespace rig::perf {

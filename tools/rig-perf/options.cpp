@@ -19,7 +19,7 @@ namespace rig::perf {
 
 namespace {
 
-// The largest message (qp/qp.hpp: n over 2^31 is misuse; mlx5 writes 2^31 as two segments).
+// The largest message (rig/qp.hpp: n over 2^31 is misuse; mlx5 writes 2^31 as two segments).
 constexpr std::uint64_t max_message = 1ull << 31;
 // A queue pair's ring holds 2^12 entries (nic_options::log_ring_entries).
 constexpr std::uint64_t max_depth = 4096;

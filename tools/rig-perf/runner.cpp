@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 #include "tools/rig-perf/exchange.hpp"
 #include "tools/rig-perf/live.hpp"
 #include "tools/rig-perf/log.hpp"

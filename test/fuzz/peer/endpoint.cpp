@@ -1,4 +1,4 @@
-// Fuzzes rig::endpoint::parse (qp/endpoint.hpp): the one-line text a peer sends. Oracle: a text
+// Fuzzes rig::endpoint::parse (rig/endpoint.hpp): the one-line text a peer sends. Oracle: a text
 // parse() takes writes back as the same endpoint (to_string() then parse() is the identity), and
 // parse() takes nothing it would not write, case of hex digits and the surrounding blanks it
 // drops (a line's end, spaces) aside.
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "test/fuzz/harness.hpp"
-#include "qp/endpoint.hpp"
+#include "rig/endpoint.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text = rig::fuzz::text_of(data, size);

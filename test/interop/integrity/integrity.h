@@ -13,7 +13,7 @@
  *
  * The out-of-band TCP connection carries text lines ('\n'-terminated):
  *   1. both sides write, then read:  "rig-endpoint qp=0x%06x psn=0x%06x gid=%04x:...(8) mac=..:..(6)"
- *      (Rig's endpoint text, qp/endpoint.hpp) and "region addr=0x%016llx rkey=0x%08x".
+ *      (Rig's endpoint text, rig/endpoint.hpp) and "region addr=0x%016llx rkey=0x%08x".
  *   2. then each step below in order. The passive side prepares (receives posted for a SEND
  *      step) and writes "ready N"; the actor does its operations, waits for every completion,
  *      checks what it can (a READ's bytes) and writes "done N ok" or "done N fail <why>"; the

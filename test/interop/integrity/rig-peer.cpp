@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 
 extern "C" {
 #include "integrity_run.h"

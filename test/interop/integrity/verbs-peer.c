@@ -170,7 +170,7 @@ static int connect_qp(struct verbs_peer* v, int gid_index, int mtu, uint32_t psn
     return 0;
 }
 
-/* Rig's endpoint text (qp/endpoint.hpp): the GID in eight groups of four hex digits, the MAC
+/* Rig's endpoint text (rig/endpoint.hpp): the GID in eight groups of four hex digits, the MAC
  * that a link-local GID carries (its modified EUI-64: RFC 4291 appendix A). */
 static void endpoint_line(char* out, uint32_t qp, uint32_t psn, const union ibv_gid* g) {
     const uint8_t* r = g->raw;

@@ -18,9 +18,9 @@
 
 #include "abi/bnxt/rcfw.hpp"
 #include "abi/bnxt/rcfw_cmds.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "sim/bnxt/function_model.hpp"
 #include "sim/vfio_user/server.hpp"
 #include "test/temp_dir.hpp"

@@ -16,7 +16,7 @@
 
 #include "driver/function.hpp"
 #include "firmware/bnxt/device.hpp"
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 #include "test/model/nicsim_faults/nicsim_process.hpp"
 #include "test/within.hpp"
 

@@ -3,7 +3,7 @@
 // that goes with WRITEs in flight resets the function (vfio-user disconnect); the next client's
 // QP and CQ get the numbers the old ones had, with new rings: its entries run from index 0 of
 // its own send ring and complete in its own CQ, and every byte lands. Through the public API
-// (qp/nic.hpp), as a program sees it.
+// (rig/nic.hpp), as a program sees it.
 #include <algorithm>
 #include <cstring>
 #include <string>

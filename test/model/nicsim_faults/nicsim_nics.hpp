@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "test/model/nicsim_faults/nicsim_process.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 

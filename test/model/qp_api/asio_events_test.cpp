@@ -1,4 +1,4 @@
-// The NIC's events through Boost.Asio (qp/asio_events.hpp), driven by the model's faults on the
+// The NIC's events through Boost.Asio (rig/asio_events.hpp), driven by the model's faults on the
 // family under test: the port going down and up, a queue pair failed by a WRITE to a bad key, the
 // function dying; queued events, handlers never run inside async_next, close completing a
 // pending wait with aborted.
@@ -13,9 +13,9 @@
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
-#include "qp/asio_events.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
+#include "rig/asio_events.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 
 namespace {

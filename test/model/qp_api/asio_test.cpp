@@ -1,4 +1,4 @@
-// The Boost.Asio adapter (qp/asio.hpp, issue 18) on two model functions of the family under test
+// The Boost.Asio adapter (rig/asio.hpp, issue 18) on two model functions of the family under test
 // on one wire, each NIC with a completion group and an adapter on one io_context: WRITE,
 // SEND/RECEIVE and READ with each token kind (a callback, use_future, use_awaitable, yield_context),
 // the bytes and the completions' fields checked; handlers never run inside the initiating call;
@@ -32,11 +32,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "qp/asio.hpp"
-#include "qp/group.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/asio.hpp"
+#include "rig/group.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 
 namespace {

@@ -13,9 +13,9 @@
 #include <catch2/catch.hpp>
 
 #include "abi/mlx5/ifc.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "sim/mlx5/datapath.hpp"
 #include "sim/roce/wire.hpp"
 #include "test/model/qp_api/served_nics.hpp"

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "qp/nic.hpp"
+#include "rig/nic.hpp"
 #include "sim/vfio_user/server.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 #include "test/temp_dir.hpp"

@@ -1,4 +1,4 @@
-// Completion groups (issue 18, qp/group.hpp) on two model functions on one wire: many queue pairs
+// Completion groups (issue 18, rig/group.hpp) on two model functions on one wire: many queue pairs
 // completing to one CQ, each ring's completions in entry order with their tags, operations and
 // byte counts; failures with flushes as the per-queue-pair poll gives them; drain-arm-drain
 // against a peer that sends at random moments (no completion lost between a poll and the sleep);
@@ -22,10 +22,10 @@
 #include <catch2/catch.hpp>
 
 #include "abi/mlx5/ifc/cmd.hpp"
-#include "qp/group.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/group.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "sim/roce/wire.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 

@@ -17,9 +17,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "qp/group.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
+#include "rig/group.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 
 namespace {

@@ -14,9 +14,9 @@
 #include <catch2/catch.hpp>
 
 #include "abi/mlx5/ifc/eqe.hpp"
-#include "qp/info.hpp"
-#include "qp/nic.hpp"
-#include "qp/region.hpp"
+#include "rig/info.hpp"
+#include "rig/nic.hpp"
+#include "rig/region.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 
 namespace {

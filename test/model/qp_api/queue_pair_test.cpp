@@ -13,8 +13,8 @@
 #include <catch2/catch.hpp>
 
 #include "abi/mlx5/ifc.hpp"
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 
 namespace {

@@ -17,9 +17,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 #include "sim/mlx5/datapath.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/bnxt/function_model.hpp"

@@ -14,8 +14,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "qp/nic.hpp"
-#include "qp/qp.hpp"
+#include "rig/nic.hpp"
+#include "rig/qp.hpp"
 #include "sim/roce/wire.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "qp/endpoint.hpp"
+#include "rig/endpoint.hpp"
 
 namespace {
 

@@ -36,12 +36,12 @@
 
 #include "driver/dma_memory.hpp"
 #include "driver/function.hpp"
-#include "qp/endpoint.hpp"
-#include "qp/error.hpp"
-#include "qp/group.hpp"
-#include "qp/info.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/endpoint.hpp"
+#include "rig/error.hpp"
+#include "rig/group.hpp"
+#include "rig/info.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 
 namespace rig {
 
@@ -130,7 +130,7 @@ public:
     // the NIC closed, `g` destroyed or of another NIC, or no room left in g's CQ for the new
     // rings' entries (its entries() against the rings of its queue pairs).
     result<queue_pair> make_qp(completion_group& g);
-    // A completion group (qp/group.hpp): a CQ and an EQ on a free MSI-X vector. Error when the
+    // A completion group (rig/group.hpp): a CQ and an EQ on a free MSI-X vector. Error when the
     // firmware refuses, or no vector is free (nic_options::completion_vectors). Misuse: the NIC
     // closed, entries 0 or over the NIC's largest CQ.
     result<completion_group> make_group(const group_options& options = {});

@@ -2,7 +2,7 @@
 // The NIC's asynchronous events through Boost.Asio (issue 18): a queue pair's event (its failure,
 // with the family's reason), the port going down or up, the NIC's firmware or machine failing.
 // The same events reach a plain callback through nic_options (qp_event, port_change, fatal:
-// qp/nic.hpp); this queues them for async_next with any completion token.
+// rig/nic.hpp); this queues them for async_next with any completion token.
 //
 //   rig::asio::nic_events events(io.get_executor());
 //   rig::nic_options o;
@@ -36,8 +36,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "qp/asio.hpp"
-#include "qp/error.hpp"
+#include "rig/asio.hpp"
+#include "rig/error.hpp"
 
 namespace rig {
 struct nic_options;

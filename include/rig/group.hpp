@@ -35,9 +35,9 @@
 #include <cstdint>
 #include <span>
 
-#include "qp/completion.hpp"
-#include "qp/error.hpp"
-#include "qp/handle.hpp"
+#include "rig/completion.hpp"
+#include "rig/error.hpp"
+#include "rig/handle.hpp"
 
 namespace rig {
 

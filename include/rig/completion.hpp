@@ -1,13 +1,13 @@
 #pragma once
-// What a work entry completed with, as a completion group hands it out (qp/group.hpp): the
+// What a work entry completed with, as a completion group hands it out (rig/group.hpp): the
 // queue pair and ring it was posted on, the caller's tag given at post time, the operation, the
-// bytes it moved, and why it failed when it did. The per-queue-pair poll (qp/qp.hpp) gives the
+// bytes it moved, and why it failed when it did. The per-queue-pair poll (rig/qp.hpp) gives the
 // same entry's result as bytes or an error.
 #include <cstdint>
 #include <optional>
 #include <string_view>
 
-#include "qp/error.hpp"
+#include "rig/error.hpp"
 
 namespace rig {
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <span>
 
-#include "qp/error.hpp"
+#include "rig/error.hpp"
 
 namespace rig {
 

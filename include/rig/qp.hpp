@@ -28,12 +28,12 @@
 #include <optional>
 #include <span>
 
-#include "qp/completion.hpp"
-#include "qp/endpoint.hpp"
-#include "qp/error.hpp"
-#include "qp/handle.hpp"
-#include "qp/info.hpp"
-#include "qp/region.hpp"
+#include "rig/completion.hpp"
+#include "rig/endpoint.hpp"
+#include "rig/error.hpp"
+#include "rig/handle.hpp"
+#include "rig/info.hpp"
+#include "rig/region.hpp"
 
 namespace rig {
 
@@ -67,9 +67,9 @@ public:
     result<void> connect(const endpoint& e, std::uint32_t path_mtu_bytes);
 
     // `tag`: the caller's, handed back with the entry's completion when the queue pair belongs
-    // to a completion group (qp/group.hpp). `sig` (send-side forms): signaled::no posts an
+    // to a completion group (rig/group.hpp). `sig` (send-side forms): signaled::no posts an
     // unsignalled entry, whose success poll and the group do not hand out (completed by the next
-    // signalled entry of the ring), and whose failure they do (qp/completion.hpp).
+    // signalled entry of the ring), and whose failure they do (rig/completion.hpp).
     void send(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0, signaled sig = signaled::yes);
     void receive(const region& r, std::size_t at, std::size_t n, std::uint64_t tag = 0);
     void write(const region& r, std::size_t at, std::size_t n, const remote& to, std::uint64_t tag = 0,

@@ -14,7 +14,7 @@
 // generation), so a completion the group hands out finds its handler. While some entry is in
 // flight it keeps one async_wait(wait_read) on the group's eventfd (a dup: stream_descriptor
 // closes what it holds, the NIC owns the original); when readable it drains poll() until 0,
-// then arm(), poll() again, and only then waits again (qp/group.hpp's drain-arm-drain). With
+// then arm(), poll() again, and only then waits again (rig/group.hpp's drain-arm-drain). With
 // nothing in flight it keeps no wait, so an idle adapter costs nothing and io_context::run can
 // return. A look timer (options::look_interval) also drains now and then while entries are in
 // flight: a lost event costs one look, never a hang (as completion_group::wait looks again).
@@ -63,11 +63,11 @@
 
 #include <chrono>
 
-#include "qp/completion.hpp"
-#include "qp/error.hpp"
-#include "qp/group.hpp"
-#include "qp/qp.hpp"
-#include "qp/region.hpp"
+#include "rig/completion.hpp"
+#include "rig/error.hpp"
+#include "rig/group.hpp"
+#include "rig/qp.hpp"
+#include "rig/region.hpp"
 
 namespace rig {
 class nic;
@@ -197,7 +197,7 @@ public:
     // Handlers not yet completed.
     std::size_t pending() const noexcept;
 
-    // The queue pair's post forms (qp/qp.hpp), every entry signalled, its tag the adapter's.
+    // The queue pair's post forms (rig/qp.hpp), every entry signalled, its tag the adapter's.
     // Misuse (thrown from the call, nothing posted): the adapter closed, q not made by it, and
     // the post's own misuse.
     template <class Token>
@@ -227,7 +227,7 @@ public:
         return start(q, "async_read", side::send, operation::read,
                      [&](std::uint64_t tag) { q.read(from, r, at, n, tag); }, std::forward<Token>(token));
     }
-    // With immediate data (qp/qp.hpp): the peer's receive completes with completion::immediate.
+    // With immediate data (rig/qp.hpp): the peer's receive completes with completion::immediate.
     template <class Token>
     auto async_send_imm(queue_pair& q, const region& r, std::size_t at, std::size_t n, std::uint32_t immediate,
                         Token&& token) {
