@@ -46,6 +46,9 @@
 // post could name a slot), destroyed through destroy(). Close the adapter (or destroy it) before
 // its NIC is destroyed; a NIC closed under it (which destroys the group without an event) has its
 // pending handlers completed with aborted at the next look.
+//
+// Headers only (rig/asio_impl.hpp holds the definitions): a program that includes this needs
+// Boost's headers and librig, no Boost library and no Rig library of its own.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -84,10 +87,10 @@ enum class errc : int {
     aborted,   // completed by the adapter's close() or destroy(): its result was never taken
 };
 
-const boost::system::error_category& category() noexcept;
+inline const boost::system::error_category& category() noexcept;
 inline boost::system::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), category()}; }
 // A failure as its code: os, firmware, entry, or flushed.
-boost::system::error_code code_of(const rig::error& e) noexcept;
+inline boost::system::error_code code_of(const rig::error& e) noexcept;
 // The completion's failure as its code; success when it completed Ok.
 inline boost::system::error_code code_of(const completion& c) noexcept {
     return c.failure ? code_of(*c.failure) : boost::system::error_code();
@@ -304,3 +307,5 @@ struct boost::asio::associated_executor<rig::asio::detail::bound_handler<Handler
         return associated_executor<Handler, Executor>::get(b.handler, e);
     }
 };
+
+#include "rig/asio_impl.hpp"   // the definitions: the adapter is headers only

@@ -20,6 +20,7 @@
 // callbacks hold is shared, so the NIC may outlive this object (its callbacks then queue into
 // a closed queue and do nothing).
 // Threads: async_next and close from any thread (a lock guards the queue).
+// Headers only (rig/asio_events_impl.hpp holds the definitions), as rig/asio.hpp.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -85,7 +86,7 @@ private:
     Handler _handler;
 };
 
-struct event_queue;   // asio_events.cpp
+struct event_queue;   // rig/asio_events_impl.hpp
 
 }  // namespace detail
 
@@ -125,3 +126,5 @@ private:
 };
 
 }  // namespace rig::asio
+
+#include "rig/asio_events_impl.hpp"   // the definitions: the adapter is headers only

@@ -1,7 +1,16 @@
-// rig::asio::nic_events (rig/asio_events.hpp): the queue the NIC's event thread fills and
-// async_next takes from.
-#include "rig/asio_events.hpp"
+#pragma once
+// rig::asio::nic_events' implementation (rig/asio_events.hpp includes it at its end; not a header
+// to include on its own; headers only, as rig/asio.hpp): the queue the NIC's event thread fills
+// and async_next takes from.
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 
+#include "rig/asio_events.hpp"
 #include "rig/nic.hpp"
 
 namespace rig::asio {
@@ -45,12 +54,12 @@ struct event_queue {
 
 }  // namespace detail
 
-nic_events::nic_events(executor_type ex, std::size_t capacity)
+inline nic_events::nic_events(executor_type ex, std::size_t capacity)
     : _executor(std::move(ex)), _queue(std::make_shared<detail::event_queue>(capacity == 0 ? 1 : capacity)) {}
 
-nic_events::~nic_events() { close(); }
+inline nic_events::~nic_events() { close(); }
 
-void nic_events::attach(nic_options& o) {
+inline void nic_events::attach(nic_options& o) {
     std::weak_ptr<detail::event_queue> q = _queue;
     o.qp_event = [q, before = std::move(o.qp_event)](std::uint32_t qp, std::string_view event, bool failure) {
         if (before) {
@@ -89,7 +98,7 @@ void nic_events::attach(nic_options& o) {
     };
 }
 
-void nic_events::wait(std::unique_ptr<detail::event_waiter> w) {
+inline void nic_events::wait(std::unique_ptr<detail::event_waiter> w) {
     std::optional<nic_event> ready;
     boost::system::error_code code;
     {
@@ -108,7 +117,7 @@ void nic_events::wait(std::unique_ptr<detail::event_waiter> w) {
     w->complete(code, ready ? std::move(*ready) : nic_event{});   // posted: never inline
 }
 
-void nic_events::close() {
+inline void nic_events::close() {
     std::deque<std::unique_ptr<detail::event_waiter>> waiting;
     {
         std::lock_guard hold(_queue->lock);
@@ -121,7 +130,7 @@ void nic_events::close() {
     }
 }
 
-std::size_t nic_events::queued() const {
+inline std::size_t nic_events::queued() const {
     std::lock_guard hold(_queue->lock);
     return _queue->events.size();
 }

@@ -1,7 +1,9 @@
-// The Asio adapter's core (rig/asio.hpp): the slot table its tags name, the queue pairs it made,
-// and the loop on the group's eventfd: drain, arm, drain, wait (rig/group.hpp).
-#include "rig/asio.hpp"
-
+#pragma once
+// The Boost.Asio adapter's implementation (rig/asio.hpp includes it at its end; not a header to
+// include on its own): the adapter is headers only, so a program that does not use Asio needs no
+// Boost and one that does needs only Boost's headers. Here: the error category, the slot table
+// the adapter's tags name, the queue pairs it made, and the loop on the group's eventfd: drain,
+// arm, drain, wait (rig/group.hpp).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,12 +19,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "rig/asio.hpp"
 #include "rig/endpoint.hpp"
 #include "rig/nic.hpp"
 
 namespace rig::asio {
 
-namespace {
+namespace detail {
 
 class rig_category final : public boost::system::error_category {
 public:
@@ -39,14 +42,16 @@ public:
     }
 };
 
-}  // namespace
+}  // namespace detail
 
-const boost::system::error_category& category() noexcept {
-    static const rig_category c;
+// One category object for the program: a function-local static of an inline function is one
+// object across translation units ([dcl.inline]/6, [basic.def.odr]).
+inline const boost::system::error_category& category() noexcept {
+    static const detail::rig_category c;
     return c;
 }
 
-boost::system::error_code code_of(const rig::error& e) noexcept {
+inline boost::system::error_code code_of(const rig::error& e) noexcept {
     switch (e.kind) {
     case error_kind::os: return errc::os;
     case error_kind::firmware: return errc::firmware;
@@ -136,7 +141,7 @@ public:
 
 // A completion the group handed out, to its slot's handler. Another tag (a post not made through
 // the adapter, or a slot aborted by destroy) is no one's.
-void core::deliver(completion& c) {
+inline void core::deliver(completion& c) {
     slot* s = find(c.tag);
     if (s == nullptr || s->early) {
         return;
@@ -147,7 +152,7 @@ void core::deliver(completion& c) {
 }
 
 // poll() until it gives 0; how many it gave.
-std::size_t core::drain() {
+inline std::size_t core::drain() {
     std::size_t total = 0;
     while (!_closed) {
         const std::size_t n = _group.poll(_batch);
@@ -164,7 +169,7 @@ std::size_t core::drain() {
 
 // On the executor: drain; with entries still in flight, spin (options::spin) or drain-arm-drain
 // and wait on the eventfd; with none, stop waiting (an idle adapter keeps no work).
-void core::pump() {
+inline void core::pump() {
     _pump_scheduled = false;
     if (_closed) {
         return;
@@ -191,7 +196,7 @@ void core::pump() {
     stop_waiting();
 }
 
-void core::schedule_pump() {
+inline void core::schedule_pump() {
     if (_pump_scheduled || _closed) {
         return;
     }
@@ -200,7 +205,7 @@ void core::schedule_pump() {
 }
 
 // One async_wait on the eventfd and the look timer, unless they are outstanding already.
-void core::wait() {
+inline void core::wait() {
     if (!_waiting) {
         _waiting = true;
         _events.async_wait(boost::asio::posix::descriptor_base::wait_read,
@@ -227,7 +232,7 @@ void core::wait() {
     }
 }
 
-void core::stop_waiting() {
+inline void core::stop_waiting() {
     if (_waiting) {
         _waiting = false;
         ++_wait_id;
@@ -243,7 +248,7 @@ void core::stop_waiting() {
 
 // The slot's handler completed with aborted: a completion naming its queue pair, ring and
 // operation, failed (a rig::error saying why, so that ok() is false), no bytes.
-void core::abort(slot& s) {
+inline void core::abort(slot& s) {
     if (!s.early) {
         --_in_flight;
     }
@@ -262,7 +267,7 @@ void core::abort(slot& s) {
 }
 
 // Every pending handler (of queue pair `qpn`, or of all) completed with aborted.
-void core::abort_all(std::optional<std::uint32_t> qpn) {
+inline void core::abort_all(std::optional<std::uint32_t> qpn) {
     for (slot& s : _slots) {
         if (s.used && (!qpn || s.qp == *qpn)) {
             abort(s);
@@ -277,7 +282,7 @@ void core::abort_all(std::optional<std::uint32_t> qpn) {
 
 // ---- the handle -------------------------------------------------------------------------------------
 
-result<group> group::make(executor_type ex, completion_group& g, const options& o) {
+inline result<group> group::make(executor_type ex, completion_group& g, const options& o) {
     const int fd = g.native_handle();   // misuse if g is destroyed
     // The NIC owns its eventfd and stream_descriptor closes what it holds: a duplicate, not
     // inherited across exec as Rig's own descriptors are not.
@@ -294,7 +299,7 @@ result<group> group::make(executor_type ex, completion_group& g, const options& 
     }
 }
 
-group& group::operator=(group&& o) noexcept {
+inline group& group::operator=(group&& o) noexcept {
     if (this != &o) {
         close();
         _core = std::move(o._core);
@@ -302,9 +307,9 @@ group& group::operator=(group&& o) noexcept {
     return *this;
 }
 
-group::~group() { close(); }
+inline group::~group() { close(); }
 
-detail::core& group::live(const char* call) const {
+inline detail::core& group::live(const char* call) const {
     if (!_core) {
         misuse(std::string(call) + ": an empty asio::group");
     }
@@ -314,12 +319,12 @@ detail::core& group::live(const char* call) const {
     return *_core;
 }
 
-group::executor_type group::get_executor() const { return live("get_executor")._ex; }
-group::executor_type group::executor_of(const detail::core& c) { return c._ex; }
-bool group::closed() const noexcept { return !_core || _core->_closed; }
-std::size_t group::pending() const noexcept { return _core ? _core->_pending : 0; }
+inline group::executor_type group::get_executor() const { return live("get_executor")._ex; }
+inline group::executor_type group::executor_of(const detail::core& c) { return c._ex; }
+inline bool group::closed() const noexcept { return !_core || _core->_closed; }
+inline std::size_t group::pending() const noexcept { return _core ? _core->_pending : 0; }
 
-result<queue_pair> group::make_qp(rig::nic& n) {
+inline result<queue_pair> group::make_qp(rig::nic& n) {
     detail::core& c = live("make_qp");
     result<queue_pair> q = n.make_qp(c._group);
     if (q) {
@@ -329,7 +334,7 @@ result<queue_pair> group::make_qp(rig::nic& n) {
     return q;
 }
 
-result<void> group::destroy(queue_pair& q) {
+inline result<void> group::destroy(queue_pair& q) {
     detail::core& c = live("destroy");
     if (q.destroyed()) {
         misuse("destroy: the queue pair is destroyed");
@@ -344,7 +349,7 @@ result<void> group::destroy(queue_pair& q) {
     return r;
 }
 
-void group::close() {
+inline void group::close() {
     if (!_core || _core->_closed) {
         return;
     }
@@ -354,7 +359,7 @@ void group::close() {
     _core->_events.close(ignored);
 }
 
-std::uint32_t group::member_of(const detail::core& c, const queue_pair& q, const char* call) {
+inline std::uint32_t group::member_of(const detail::core& c, const queue_pair& q, const char* call) {
     // The queue pair handle names no group: the adapter knows the ones it made by number, first
     // PSN and MAC (another NIC's queue pair may have the same number).
     const endpoint e = q.local();   // misuse if q is empty or destroyed
@@ -366,7 +371,7 @@ std::uint32_t group::member_of(const detail::core& c, const queue_pair& q, const
     return e.qp;
 }
 
-std::uint64_t group::begin(detail::core& c, const queue_pair& q, const char* call, side ring, operation op) {
+inline std::uint64_t group::begin(detail::core& c, const queue_pair& q, const char* call, side ring, operation op) {
     const std::uint32_t qpn = member_of(c, q, call);
     std::uint32_t index;
     if (!c._free.empty()) {
@@ -385,13 +390,13 @@ std::uint64_t group::begin(detail::core& c, const queue_pair& q, const char* cal
     return (std::uint64_t{s.generation} << 32) | index;
 }
 
-void group::abandon(detail::core& c, std::uint64_t tag) noexcept {
+inline void group::abandon(detail::core& c, std::uint64_t tag) noexcept {
     if (detail::core::slot* s = c.find(tag)) {
         c.release(*s);
     }
 }
 
-void group::posted(detail::core& c, std::uint64_t) {
+inline void group::posted(detail::core& c, std::uint64_t) {
     if (c._in_flight++ == 0) {
         c._quiet_since = std::chrono::steady_clock::now();
     }
@@ -400,7 +405,7 @@ void group::posted(detail::core& c, std::uint64_t) {
     }
 }
 
-void group::attach(detail::core& c, std::uint64_t tag, detail::pending_op* op) {
+inline void group::attach(detail::core& c, std::uint64_t tag, detail::pending_op* op) {
     detail::core::slot* s = c.find(tag);
     if (s == nullptr) {   // aborted by close or destroy before it was awaited
         completion none;
