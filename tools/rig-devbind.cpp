@@ -5,7 +5,8 @@
 //   rig-devbind --bind vfio-pci 0000:3b:00.0 [...]
 //   rig-devbind --unbind 0000:3b:00.0 [...]
 //   rig-devbind --restore 0000:3b:00.0 [...]
-// Options: --force, --sysfs-root DIR, --proc-root DIR, --state-dir DIR.
+//   rig-devbind --check [0000:3b:00.0 ...]   what this user still needs to open them; exit 2 if any
+// Options: --force, --sysfs-root DIR, --proc-root DIR, --state-dir DIR, --dev-root DIR, --etc-root DIR.
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -20,11 +21,14 @@ constexpr std::string_view usage =
     "       rig-devbind --bind DRIVER BDF...     (DRIVER is normally vfio-pci)\n"
     "       rig-devbind --unbind BDF...\n"
     "       rig-devbind --restore BDF...         (back to the driver it had before rig-devbind)\n"
+    "       rig-devbind --check [BDF...]         (what you still need to open them; exit 2 if anything)\n"
     "options:\n"
     "  --force            unbind even a function that carries an active route of this host\n"
     "  --sysfs-root DIR   sysfs to use (default /sys)\n"
     "  --proc-root DIR    procfs to read net/route from (default /proc)\n"
     "  --state-dir DIR    where original drivers are recorded (default /run/rig/devbind)\n"
+    "  --dev-root DIR     device nodes to check (default /dev)\n"
+    "  --etc-root DIR     group and passwd files to name owners by (default /etc)\n"
     "  --help\n";
 
 int die(const std::string& message) {
@@ -67,7 +71,15 @@ int main(int argc, char** argv) {
             if (!value(options.state_dir)) {
                 return die("--state-dir needs a directory");
             }
-        } else if (a == "--status" || a == "--unbind" || a == "--restore" || a == "--bind") {
+        } else if (a == "--dev-root") {
+            if (!value(options.dev_root)) {
+                return die("--dev-root needs a directory");
+            }
+        } else if (a == "--etc-root") {
+            if (!value(options.etc_root)) {
+                return die("--etc-root needs a directory");
+            }
+        } else if (a == "--status" || a == "--unbind" || a == "--restore" || a == "--bind" || a == "--check") {
             if (!command.empty()) {
                 return die("one command at a time (" + command + " and " + std::string(a) + ")");
             }
@@ -94,6 +106,14 @@ int main(int argc, char** argv) {
         }
         std::fputs(format_status(*rows).c_str(), stdout);
         return 0;
+    }
+    if (command == "--check") {
+        auto report = devbind_check(bdfs, caller_of_this_process(options), options);
+        if (!report) {
+            return die(report.error().message);
+        }
+        std::fputs(format_check(*report).c_str(), stdout);
+        return report->usable() ? 0 : 2;
     }
     if (bdfs.empty()) {
         return die(command + " needs at least one function (0000:bb:dd.f)");
