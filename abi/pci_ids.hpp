@@ -8,7 +8,7 @@
 //   mlx5: mlx5_core_pci_table, drivers/net/ethernet/mellanox/mlx5/core/main.c (a VF carries
 //         MLX5_PCI_DEV_IS_VF; names are the table's comments);
 //   bnxt: bnxt_pci_tbl, drivers/net/ethernet/broadcom/bnxt/bnxt.c, Thor only: P5 (BCM5750x)
-//         and P7 (BCM5760x) functions (reference/bnxt.md §4; names from board_info).
+//         and P7 (BCM5760x) functions (bnxt.h CHIP_NUM_*; names from board_info).
 // BCM58818 (0xd818, P7) is in Broadcom's out-of-tree bnxt_en only, not in 6.12's table: it is
 // left out until a kernel the tests read lists it.
 #include <cstdint>

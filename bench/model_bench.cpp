@@ -18,7 +18,7 @@
 //      and ping-pong as perftest's ib_write_lat does (each writes 8 bytes into the peer's
 //      buffer, then spins on its own for the peer's write). One-way latency = round trip / 2:
 //      median, p99, p99.9, max.
-// What the figures mean (reference/perftest-and-performance.md §0): the CPU cost of a software
+// What the figures mean (README, "Quick start"): the CPU cost of a software
 // NIC on this host, never a card's wire or PCIe time.
 //
 //   meson compile -C build bench-model                 (about 45 s: the three families, 2 cores)

@@ -1,8 +1,8 @@
 #pragma once
 // DMA memory: one memfd-backed allocation, mapped shared into this process. The same pages can
 // then be pinned by the kernel IOMMU (by address: VFIO_IOMMU_MAP_DMA, IOMMU_IOAS_MAP) and handed
-// to a vfio-user server (by fd + offset: VFIO_USER_DMA_MAP). DESIGN.md §3,
-// reference/vfio-and-vfio-user.md §1.6 and §3.5.
+// to a vfio-user server (by fd + offset: VFIO_USER_DMA_MAP, QEMU
+// docs/interop/vfio-user.rst). docs/architecture.md, "The PCI seam".
 //
 // hugetlb 2 MiB pages are used when the host has them free (fewer IOMMU entries, never moved
 // by the kernel); otherwise 4 KiB pages, and the reason is logged once per process.

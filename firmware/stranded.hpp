@@ -2,7 +2,7 @@
 // Memory the device may still name: what a command that never completed (a create, a destroy,
 // mlx5's MANAGE_PAGES or command queue, bnxt's HWRM response buffer or context memory) left
 // with a firmware that stopped answering; every family's firmware layer strands into one. Such
-// memory is never freed, unmapped or reused (DESIGN.md §2, `make`; the seed's `Errors`): it is
+// memory is never freed, unmapped or reused (docs/guide.md, "The queue pair contract"): it is
 // kept here, listed by report(), and on destruction handed to a process-lifetime keeper rather
 // than freed, because the device may still write it after this NIC object is gone.
 //

@@ -1,8 +1,9 @@
 #pragma once
-// The per-family control plane behind rig::nic (DESIGN.md §1 qp/): bring-up, the NIC-wide
-// objects, regions' keys, queue pairs' firmware objects and their state changes, and teardown.
-// One virtual call per API control call (each is one or a few firmware commands: a virtual call
-// is nothing beside them); the data path never comes here (qp/state.hpp on_path).
+// The per-family control plane behind rig::nic (docs/architecture.md, "The family seam in qp/"):
+// bring-up, the NIC-wide objects, regions' keys, queue pairs' firmware objects and their state
+// changes, and teardown. One virtual call per API control call (each is one or a few firmware
+// commands: a virtual call is nothing beside them); the data path never comes here (qp/state.hpp
+// on_path).
 //
 // nic.cpp keeps what every family shares: the locks, the lists of regions and queue pairs, the
 // misuse checks, the dirty-connect rule, the events' way to the waiters, close's order. A family
@@ -77,7 +78,7 @@ public:
     virtual result<void> release_group(group_state& g) = 0;
     // The largest CQ the NIC makes, log2.
     virtual std::uint8_t log_max_cq() const = 0;
-    // The connect steps (DESIGN.md §2 connect: ack timeout 14, retry 7, RNR retry 7).
+    // The connect steps (docs/guide.md: ack timeout 14, retry 7, RNR retry 7).
     virtual result<void> to_reset(qp_state& s) = 0;
     virtual result<void> reset_to_init(qp_state& s) = 0;  // remote read and write allowed
     virtual result<void> init_to_rtr(qp_state& s, const endpoint& peer, std::uint32_t path_mtu_bytes) = 0;

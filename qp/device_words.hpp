@@ -2,7 +2,8 @@
 // The store every family's data path makes to a doorbell register: one 64-bit write to a mapped
 // BAR page (over VFIO, or the model's shared page over vfio-user) that the compiler may not
 // split, merge or drop (volatile, naturally aligned). A doorbell must reach the device as one
-// 8-byte write (mlx5: reference/mlx5.md §4.1 "use 8-byte doorbells"; bnxt: the kernel's writeq
+// 8-byte write (mlx5: the kernel's include/linux/mlx5/doorbell.h mlx5_write64, rdma-core's
+// mmio_write64_be in providers/mlx5/qp.c; bnxt: the kernel's writeq
 // in qplib_res.h bnxt_qplib_ring_db). Ordering is the caller's business (abi/barriers.hpp).
 #include <unistd.h>
 

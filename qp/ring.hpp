@@ -4,12 +4,13 @@
 // ring's failure. It touches no device memory; the family's queue (qp/mlx5/send_queue.hpp, ...)
 // writes the entries and feeds this class what the completions say.
 //
-// The contract (seeds/rig_bnxt_qp.txt, DESIGN.md §2):
+// The contract (docs/guide.md, "The queue pair contract"):
 //  - `room`: how many more entries the ring takes; an entry's slot is free once its result has
 //    been taken (not when the NIC completed it).
 //  - results are taken in entry order. A completion naming a later entry completes every earlier
 //    entry that had none (mlx5: a requester CQE covers the unsignaled entries before it; its
-//    wqe_counter names the last one, reference/mlx5.md §4.5). A result that is known but not yet
+//    wqe_counter names the last one, rdma-core providers/mlx5/cq.c). A result that is known but not
+// yet
 //    due waits in its slot until every earlier one has been taken.
 //  - failure: the failing entry carries its own error; every later entry, those posted after the
 //    failure included, completes with the failure's error (flushed = true); the entries completed

@@ -2,7 +2,7 @@
 // The families the device model serves, as rig-nicsim picks one by --family: its name, what
 // its faults mean (pci::fault_space: channels, opcode and status ranges, the fatal argument),
 // which of rig-nicsim's family options it takes, and how to make a function model from the
-// options common to every family (DESIGN.md §4).
+// options common to every family (docs/architecture.md, "The device model").
 //
 //   const sim::family* f = sim::find_family("mlx5");
 //   if (f == nullptr || f->make == nullptr) ...          // unknown, or not built

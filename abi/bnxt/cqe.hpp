@@ -1,5 +1,5 @@
 #pragma once
-// Completion queue entries (CQEs) of bnxt RoCE (reference bnxt.md §3.5; kernel roce_hsi.h
+// Completion queue entries (CQEs) of bnxt RoCE (kernel roce_hsi.h
 // `cq_base`, `cq_req`, `cq_res_rc`, `cq_res_ud`, `cq_terminal`, `cq_cutoff`).
 //
 // Every CQE is 32 bytes; byte 24 holds the toggle (phase) bit in bit 0 and the CQE type in bits
@@ -115,7 +115,8 @@ constexpr std::string_view cq_res_rc_status_name(std::uint8_t s) noexcept {
 #define RIG_BNXT_CQ_BASE(W, D, F, A) RIG_BNXT_CQE_TAIL(W, F)
 RIG_BNXT_LAYOUT(cq_base, 32, RIG_BNXT_CQ_BASE);
 
-// Requester: completes every SQ entry up to sq_cons_idx (exclusive), aggregated (§3.5).
+// Requester: completes every SQ entry up to sq_cons_idx (exclusive), aggregated (roce_hsi.h cq_req;
+// qplib_fp.c).
 #define RIG_BNXT_CQ_REQ(W, D, F, A)                                \
     W(qp_handle, std::uint64_t, 0)                                 \
     W(sq_cons_idx, std::uint16_t, 8)                               \
@@ -146,7 +147,8 @@ RIG_BNXT_LAYOUT(cq_res_rc, 32, RIG_BNXT_CQ_RES_RC);
     F(src_qp_high, std::uint32_t, 28, 0xff000000, 24)
 RIG_BNXT_LAYOUT(cq_res_ud, 32, RIG_BNXT_CQ_RES_UD);
 
-// The QP went to error: SQ entries up to sq_cons_idx completed, the rest flush (§3.5).
+// The QP went to error: SQ entries up to sq_cons_idx completed, the rest flush (roce_hsi.h cq_req;
+// qplib_fp.c).
 #define RIG_BNXT_CQ_TERMINAL(W, D, F, A)                           \
     W(qp_handle, std::uint64_t, 0)                                 \
     W(sq_cons_idx, std::uint16_t, 8)                               \

@@ -1,5 +1,6 @@
 #pragma once
-// The 64-bit doorbell of P5/P7 chips (reference bnxt.md §3.6; kernel bnxt_hsi.h `dbc_dbc`):
+// The 64-bit doorbell of P5/P7 chips (kernel bnxt_hsi.h `dbc_dbc`; bnxt_re
+// qplib_res.h bnxt_qplib_write_db, rdma-core providers/bnxt_re/db.c bnxt_re_ring_db):
 // one little-endian 64-bit MMIO write into a BAR2 doorbell page.
 //
 //   bits  0-23  index   producer (SQ, RQ, SRQ) or consumer (CQ, NQ) index, modulo the ring
@@ -40,7 +41,8 @@ inline constexpr std::uint8_t DBC_DBC_PATH_ROCE = 0x0;
 inline constexpr std::uint8_t DBC_DBC_PATH_L2 = 0x1;
 inline constexpr std::uint8_t DBC_DBC_PATH_ENGINE = 0x2;
 
-// Where the privileged doorbell page sits in BAR2 on P5 (§3.6; P7: legacy_l2_db_size_kb).
+// Where the privileged doorbell page sits in BAR2 on P5 (bnxt_hsi.h dbc_dbc; qplib_res.h; P7:
+// legacy_l2_db_size_kb).
 inline constexpr std::size_t DB_PF_OFFSET_P5 = 0x10000;
 inline constexpr std::size_t DB_VF_OFFSET_P5 = 0x4000;
 

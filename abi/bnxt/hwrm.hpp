@@ -1,16 +1,18 @@
 #pragma once
-// HWRM, the bnxt firmware command channel (reference bnxt.md §1; kernel bnxt_hsi.h).
+// HWRM, the bnxt firmware command channel (kernel bnxt_hsi.h; bnxt_hwrm.c __hwrm_send).
 //
 // A request is a little-endian struct that starts with the 16-byte `hwrm_cmd_hdr` (req_type,
 // cmpl_ring, seq_id, target_id, resp_addr) and is written into the BAR0 window; the firmware
 // DMA-writes the response, which starts with the 8-byte `hwrm_resp_hdr` and ends, at byte
-// resp_len - 1, with `valid` = HWRM_RESP_VALID_KEY, written last (§1.2, §1.3). Requests longer
-// than the window go through `hwrm_short_input` (signature 0x4321).
+// resp_len - 1, with `valid` = HWRM_RESP_VALID_KEY, written last (bnxt_hsi.h struct input/output,
+// bnxt_hwrm.c __hwrm_send). Requests longer than the window go through `hwrm_short_input`
+// (signature 0x4321).
 //
 // Layouts are those of the Linux 6.12 bnxt_hsi.h (HWRM 1.10.3); only the requests and responses
-// on the RoCE bring-up path of §1.5-§1.8 are here, and of each only the fields the driver or the
-// model uses. Request defaults: req_type = the command, cmpl_ring = target_id = 0xffff (poll the
-// response; address the firmware, §1.2), as bnxt_en and DPDK send them.
+// on the RoCE bring-up path (bnxt.c bnxt_fw_init_one_p1/p2, bnxt_re main.c) are here, and of
+// each only the fields the driver or the model uses. Request defaults: req_type = the command,
+// cmpl_ring = target_id = 0xffff (poll the response; address the firmware, bnxt_hsi.h struct
+// input/output), as bnxt_en and DPDK send them.
 #include <cstdint>
 #include <expected>
 #include <span>
@@ -32,7 +34,7 @@ inline constexpr std::uint16_t SHORT_REQ_SIGNATURE_SHORT_CMD = 0x4321;
 // "none" for cmpl_ring / target_id: bnxt_hsi.h spells it (__le32)(-1); 16-bit fields take 0xffff
 inline constexpr std::uint32_t HWRM_NA_SIGNATURE = 0xffffffff;
 
-// BAR0 offsets of the channel (§1.1)
+// BAR0 offsets of the channel (bnxt_hsi.h, bnxt_hwrm.c)
 inline constexpr std::size_t GRCPF_REG_CHIMP_CHANNEL_OFFSET = 0x000;
 inline constexpr std::size_t GRCPF_REG_CHIMP_COMM_TRIGGER = 0x100;
 inline constexpr std::size_t GRCPF_REG_KONG_CHANNEL_OFFSET = 0xa00;
@@ -68,7 +70,7 @@ inline constexpr std::uint16_t HWRM_FUNC_BACKING_STORE_CFG = 0x193;
 inline constexpr std::uint16_t HWRM_FUNC_BACKING_STORE_CFG_V2 = 0x1a3;
 inline constexpr std::uint16_t HWRM_FUNC_BACKING_STORE_QCAPS_V2 = 0x1a8;
 
-// error_code (bnxt_hsi.h `ret_codes`, §1.4)
+// error_code (bnxt_hsi.h `ret_codes`; bnxt_hwrm.c)
 inline constexpr std::uint16_t HWRM_ERR_CODE_SUCCESS = 0x0;
 inline constexpr std::uint16_t HWRM_ERR_CODE_FAIL = 0x1;
 inline constexpr std::uint16_t HWRM_ERR_CODE_INVALID_PARAMS = 0x2;
@@ -262,7 +264,8 @@ inline constexpr std::uint64_t PTU_PDE_VALID = 0x1;
 
 // ---- headers ------------------------------------------------------------------------------------
 
-// The request header's fields as every request list repeats them, with the defaults of §1.3.
+// The request header's fields as every request list repeats them, with the defaults of bnxt_hwrm.c
+// __hwrm_send.
 #define RIG_BNXT_HWRM_REQ(W, D, opcode)                            \
     D(req_type, std::uint16_t, 0, opcode)                         \
     D(cmpl_ring, std::uint16_t, 2, 0xffff)                         \
@@ -288,8 +291,8 @@ RIG_BNXT_LAYOUT(hwrm_cmd_hdr, 16, RIG_BNXT_HWRM_CMD_HDR);
 #define RIG_BNXT_HWRM_RESP_HDR(W, D, F, A) RIG_BNXT_HWRM_RESP(W)
 RIG_BNXT_LAYOUT(hwrm_resp_hdr, 8, RIG_BNXT_HWRM_RESP_HDR);
 
-// §1.3 step 2: sent instead of a request longer than the window; req_addr points at the full
-// request in DMA memory.
+// bnxt_hwrm.c __hwrm_send: sent instead of a request longer than the window; req_addr points at the
+// full request in DMA memory.
 #define RIG_BNXT_HWRM_SHORT_INPUT(W, D, F, A)                      \
     W(req_type, std::uint16_t, 0)                                  \
     D(signature, std::uint16_t, 2, 0x4321)                         \
@@ -307,9 +310,9 @@ RIG_BNXT_LAYOUT(hwrm_short_input, 16, RIG_BNXT_HWRM_SHORT_INPUT);
 RIG_BNXT_LAYOUT(hwrm_err_output, 16, RIG_BNXT_HWRM_ERR_OUTPUT);
 
 // Whether the response at the start of `resp` is complete: resp_len set and the byte at
-// resp_len - 1 equal to HWRM_RESP_VALID_KEY (§1.3 step 5). Read the rest only after that, behind
-// a read barrier. A resp_len that does not fit the header or the buffer is an error: the
-// firmware wrote something that is not a response.
+// resp_len - 1 equal to HWRM_RESP_VALID_KEY (bnxt_hwrm.c __hwrm_send). Read the rest only after
+// that, behind a read barrier. A resp_len that does not fit the header or the buffer is an error:
+// the firmware wrote something that is not a response.
 inline std::expected<bool, decode_error> hwrm_response_complete(std::span<const std::byte> resp) {
     if (resp.size() < hwrm_resp_hdr::layout_size) {
         return std::unexpected(decode_error{decode_error::kind::short_buffer, "hwrm_resp_hdr", 0,

@@ -1,12 +1,13 @@
 #pragma once
-// The HWRM requests and responses of the RoCE bring-up path (reference bnxt.md §1.5-§1.8),
+// The HWRM requests and responses of the RoCE bring-up path (bnxt_en's bnxt.c
+// bnxt_fw_init_one_p1/p2 and bnxt_re's main.c bnxt_re_dev_init send them),
 // laid out as Linux 6.12 bnxt_hsi.h lays them out. Each list names the kernel struct it follows;
 // fields not listed are written as zero (reserved, or not used by a RoCE-only driver).
 #include "abi/bnxt/hwrm.hpp"
 
 namespace rig::bnxt::abi {
 
-// ---- HWRM_VER_GET (§1.6): the first request; learn window sizes, timeouts, chip ----------------
+// ---- HWRM_VER_GET (bnxt_hsi.h): the first request; learn window sizes, timeouts, chip -----------
 
 #define RIG_BNXT_HWRM_VER_GET_INPUT(W, D, F, A)                    \
     RIG_BNXT_HWRM_REQ(W, D, HWRM_VER_GET)                          \
@@ -137,7 +138,8 @@ RIG_BNXT_LAYOUT(hwrm_func_qcaps_output, 144, RIG_BNXT_HWRM_FUNC_QCAPS_OUTPUT);
     D(fid, std::uint16_t, 16, 0xffff)
 RIG_BNXT_LAYOUT(hwrm_func_qcfg_input, 24, RIG_BNXT_HWRM_FUNC_QCFG_INPUT);
 
-// db_offset/db_size of §1.6 come from l2_doorbell_bar_size_kb and legacy_l2_db_size_kb.
+// db_offset/db_size (FUNC_QCFG, bnxt_hsi.h) come from l2_doorbell_bar_size_kb and
+// legacy_l2_db_size_kb.
 #define RIG_BNXT_HWRM_FUNC_QCFG_OUTPUT(W, D, F, A)                 \
     RIG_BNXT_HWRM_RESP(W)                                          \
     W(fid, std::uint16_t, 8)                                       \
@@ -173,7 +175,7 @@ RIG_BNXT_LAYOUT(hwrm_func_qcfg_input, 24, RIG_BNXT_HWRM_FUNC_QCFG_INPUT);
     RIG_BNXT_HWRM_VALID(W, 160)
 RIG_BNXT_LAYOUT(hwrm_func_qcfg_output, 160, RIG_BNXT_HWRM_FUNC_QCFG_OUTPUT);
 
-// Resource reservation (§1.6 HWRM_FUNC_CFG): num_msix counts the NQs, RoCE's included.
+// Resource reservation (bnxt_hsi.h HWRM_FUNC_CFG): num_msix counts the NQs, RoCE's included.
 #define RIG_BNXT_HWRM_FUNC_CFG_INPUT(W, D, F, A)                   \
     RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_CFG)                         \
     D(fid, std::uint16_t, 16, 0xffff)                              \
@@ -205,7 +207,8 @@ RIG_BNXT_LAYOUT(hwrm_func_qcfg_output, 160, RIG_BNXT_HWRM_FUNC_QCFG_OUTPUT);
     W(roce_max_gid_per_vf, std::uint32_t, 152)
 RIG_BNXT_LAYOUT(hwrm_func_cfg_input, 160, RIG_BNXT_HWRM_FUNC_CFG_INPUT);
 
-// ---- context memory: FUNC_BACKING_STORE_QCAPS / CFG (P5) and their _V2 (P7, §1.7) -------------
+// ---- context memory: FUNC_BACKING_STORE_QCAPS / CFG (P5) and their _V2 (P7, bnxt.c
+// bnxt_alloc_ctx_mem) ----
 
 #define RIG_BNXT_HWRM_FUNC_BACKING_STORE_QCAPS_INPUT(W, D, F, A)   \
     RIG_BNXT_HWRM_REQ(W, D, HWRM_FUNC_BACKING_STORE_QCAPS)
@@ -358,7 +361,7 @@ RIG_BNXT_LAYOUT(hwrm_func_backing_store_qcaps_v2_output, 56,
 RIG_BNXT_LAYOUT(hwrm_func_backing_store_cfg_v2_input, 64,
                 RIG_BNXT_HWRM_FUNC_BACKING_STORE_CFG_V2_INPUT);
 
-// ---- rings (the CREQ and RoCE NQs are type NQ on P5/P7, §2.1), stat contexts --------------------
+// ---- rings (the CREQ and RoCE NQs are type NQ on P5/P7, qplib_rcfw.h RCFW_*), stat contexts -----
 
 #define RIG_BNXT_HWRM_RING_ALLOC_INPUT(W, D, F, A)                 \
     RIG_BNXT_HWRM_REQ(W, D, HWRM_RING_ALLOC)                       \
@@ -423,7 +426,7 @@ RIG_BNXT_LAYOUT(hwrm_stat_ctx_alloc_output, 16, RIG_BNXT_HWRM_STAT_CTX_ALLOC_OUT
     W(stat_ctx_id, std::uint32_t, 16)
 RIG_BNXT_LAYOUT(hwrm_stat_ctx_free_input, 24, RIG_BNXT_HWRM_STAT_CTX_FREE_INPUT);
 
-// ---- the L2 plumbing RoCE receive needs (§1.8 step 9): VNIC and the TRAFFIC_ROCE filter -------
+// ---- the L2 plumbing RoCE receive needs (docs/hardware.md): VNIC and the TRAFFIC_ROCE filter ----
 
 #define RIG_BNXT_HWRM_VNIC_ALLOC_INPUT(W, D, F, A)                 \
     RIG_BNXT_HWRM_REQ(W, D, HWRM_VNIC_ALLOC)                       \

@@ -1,8 +1,8 @@
 #pragma once
-// Chip numbers of Broadcom NetXtreme-E Thor parts (reference/bnxt.md §4). HWRM_VER_GET chip_num
-// equals the PF's PCI device id for these parts; the PCI IDs themselves, PFs and VFs, are in the
-// one list of abi/pci_ids.hpp. The generation is a property of the chip number, not of the PCI
-// ID (a VF reports its PF's chip): bnxt.h BNXT_CHIP_P5 / BNXT_CHIP_P7, and bnxt_re's
+// Chip numbers of Broadcom NetXtreme-E Thor parts (bnxt_en's bnxt.h CHIP_NUM_*). HWRM_VER_GET
+// chip_num equals the PF's PCI device id for these parts; the PCI IDs themselves, PFs and VFs, are
+// in the one list of abi/pci_ids.hpp. The generation is a property of the chip number, not of the
+// PCI ID (a VF reports its PF's chip): bnxt.h BNXT_CHIP_P5 / BNXT_CHIP_P7, and bnxt_re's
 // qplib_res.h _is_chip_gen_p5 / _is_chip_p7.
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// RCFW, the RoCE firmware channel (reference bnxt.md §2; kernel roce_hsi.h): commands go into
+// RCFW, the RoCE firmware channel (kernel roce_hsi.h; bnxt_re qplib_rcfw.c): commands go into
 // the CMDQ, a host ring of 16-byte slots, each command `cmd_size` slots long and starting with
 // `cmdq_base`; completions and asynchronous events come back as 16-byte CREQ entries.
 //
@@ -19,7 +19,7 @@
 
 namespace rig::bnxt::abi {
 
-// ---- registers and sizes (§2.1, §2.2) -----------------------------------------------------------
+// ---- registers and sizes (qplib_rcfw.h RCFW_*, qplib_rcfw.c bnxt_qplib_enable_rcfw_channel) -----
 
 inline constexpr std::size_t RCFW_COMM_BASE_OFFSET = 0x600;      // BAR0: cmdq_init goes here
 inline constexpr std::size_t RCFW_PF_VF_COMM_PROD_OFFSET = 0xc;  // + base: CMDQ producer
@@ -112,7 +112,7 @@ constexpr std::string_view cmdq_opcode_name(std::uint8_t opcode) noexcept {
     }
 }
 
-// ---- CREQ: types, statuses, events (§2.4) -------------------------------------------------------
+// ---- CREQ: types, statuses, events (roce_hsi.h creq_*, qplib_rcfw.c) ----------------------------
 
 inline constexpr std::uint8_t CREQ_BASE_TYPE_QP_EVENT = 0x38;
 inline constexpr std::uint8_t CREQ_BASE_TYPE_FUNC_EVENT = 0x3a;
@@ -163,7 +163,8 @@ constexpr bool creq_func_event_known(std::uint8_t e) noexcept {
     return (e >= 0x1 && e <= 0xb) || e == 0x80 || e == 0x81;
 }
 
-// creq_qp_error_notification reasons: the ones a driver reports by name (full list in §2.4).
+// creq_qp_error_notification reasons: the ones a driver reports by name (full list in roce_hsi.h
+// creq_*, qplib_rcfw.c).
 inline constexpr std::uint8_t CREQ_QP_ERROR_NOTIFICATION_REQ_ERR_STATE_REASON_NO_ERROR = 0x0;
 inline constexpr std::uint8_t
     CREQ_QP_ERROR_NOTIFICATION_REQ_ERR_STATE_REASON_REQ_TIMEOUT_RETRY_LIMIT = 0x2;
@@ -192,7 +193,8 @@ inline constexpr std::uint8_t
 
 // ---- layouts -----------------------------------------------------------------------------------
 
-// Written to BAR0 + RCFW_COMM_BASE_OFFSET as four 32-bit words to start the channel (§2.2).
+// Written to BAR0 + RCFW_COMM_BASE_OFFSET as four 32-bit words to start the channel (qplib_rcfw.c
+// bnxt_qplib_enable_rcfw_channel).
 #define RIG_BNXT_CMDQ_INIT(W, D, F, A)                             \
     W(cmdq_pbl, std::uint64_t, 0)                                  \
     F(cmdq_lvl, std::uint16_t, 8, 0x0003, 0)                       \
@@ -201,8 +203,9 @@ inline constexpr std::uint8_t
     W(prod_idx, std::uint32_t, 12)
 RIG_BNXT_LAYOUT(cmdq_init, 16, RIG_BNXT_CMDQ_INIT);
 
-// The command header every command starts with (§2.3); `cmd_size` counts 16-byte slots, the
-// cookie comes back in the completion, resp_size/resp_addr name the side buffer (16-byte units).
+// The command header every command starts with (roce_hsi.h cmdq_base); `cmd_size` counts 16-byte
+// slots, the cookie comes back in the completion, resp_size/resp_addr name the side buffer (16-byte
+// units).
 #define RIG_BNXT_CMDQ_BASE(W, D, F, A)                             \
     W(opcode, std::uint8_t, 0)                                     \
     W(cmd_size, std::uint8_t, 1)                                   \
@@ -281,7 +284,8 @@ RIG_BNXT_LAYOUT(creq_func_event, 16, RIG_BNXT_CREQ_FUNC_EVENT);
 // ---- the CREQ decoder --------------------------------------------------------------------------
 
 // Whether the CREQ entry is new for a consumer in `phase`: the phase starts at 1 and flips each
-// time the consumer wraps (CREQ_CMP_VALID, §2.4). Read the rest only after a read barrier.
+// time the consumer wraps (CREQ_CMP_VALID, roce_hsi.h creq_*, qplib_rcfw.c). Read the rest only
+// after a read barrier.
 inline bool creq_is_new(std::span<const std::byte> entry, bool phase) noexcept {
     return entry.size() > 8 && ((std::to_integer<unsigned>(entry[8]) & 1u) != 0) == phase;
 }

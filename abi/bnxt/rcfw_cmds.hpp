@@ -1,8 +1,9 @@
 #pragma once
-// The CMDQ commands a RoCE-only driver sends and their CREQ completions (reference bnxt.md
-// §2.5, §2.6), laid out as Linux 6.12 roce_hsi.h lays them out. Command defaults: opcode, and
-// cmd_size = the command's slot count; the caller sets flags, cookie, and resp_addr for the
-// commands with a side buffer (QUERY_FUNC, QUERY_QP). Fields not listed are written as zero.
+// The CMDQ commands a RoCE-only driver sends and their CREQ completions (bnxt_re's
+// qplib_rcfw.c and qplib_fp.c send them), laid out as Linux 6.12 roce_hsi.h lays them out. Command
+// defaults: opcode, and cmd_size = the command's slot count; the caller sets flags, cookie, and
+// resp_addr for the commands with a side buffer (QUERY_FUNC, QUERY_QP). Fields not listed are
+// written as zero.
 #include "abi/bnxt/rcfw.hpp"
 
 namespace rig::bnxt::abi {
@@ -62,7 +63,8 @@ inline constexpr std::uint8_t CMDQ_MODIFY_QP_NEW_STATE_ERR = 0x6;
 inline constexpr std::uint8_t CMDQ_MODIFY_QP_NETWORK_TYPE_ROCEV1 = 0x0;
 inline constexpr std::uint8_t CMDQ_MODIFY_QP_NETWORK_TYPE_ROCEV2_IPV4 = 0x2;
 inline constexpr std::uint8_t CMDQ_MODIFY_QP_NETWORK_TYPE_ROCEV2_IPV6 = 0x3;
-// QP access bits; note REMOTE_WRITE/REMOTE_READ are swapped against the MR bits (§2.6).
+// QP access bits; note REMOTE_WRITE/REMOTE_READ are swapped against the MR bits (roce_hsi.h
+// cmdq_*).
 inline constexpr std::uint8_t CMDQ_MODIFY_QP_ACCESS_LOCAL_WRITE = 0x1;
 inline constexpr std::uint8_t CMDQ_MODIFY_QP_ACCESS_REMOTE_WRITE = 0x2;
 inline constexpr std::uint8_t CMDQ_MODIFY_QP_ACCESS_REMOTE_READ = 0x4;
@@ -136,7 +138,8 @@ RIG_BNXT_LAYOUT(cmdq_query_version, 16, RIG_BNXT_CMDQ_QUERY_VERSION);
 RIG_BNXT_LAYOUT(creq_query_version_resp, 16, RIG_BNXT_CREQ_QUERY_VERSION_RESP);
 
 // One context table of INITIALIZE_FW: used on P4 only; P5/P7 get context memory through the
-// HWRM backing store and leave these zero (§2.6).
+// HWRM backing store and leave these zero (qplib_rcfw.c bnxt_qplib_init_rcfw: "Gen P5 devices
+// doesn't require this allocation").
 #define RIG_BNXT_INIT_FW_TBL(W, F, t, lvl_off, dir_off)            \
     F(t##_lvl, std::uint8_t, lvl_off, 0x0f, 0)                     \
     F(t##_pg_size, std::uint8_t, lvl_off, 0xf0, 4)                 \
@@ -439,7 +442,8 @@ RIG_BNXT_LAYOUT(cmdq_deallocate_key, 24, RIG_BNXT_CMDQ_DEALLOCATE_KEY);
     W(bound_window_info, std::uint32_t, 12)
 RIG_BNXT_LAYOUT(creq_deallocate_key_resp, 16, RIG_BNXT_CREQ_DEALLOCATE_KEY_RESP);
 
-// REGISTER_MR access bits are the MR encoding (REMOTE_READ 0x2, REMOTE_WRITE 0x4), §2.6.
+// REGISTER_MR access bits are the MR encoding (REMOTE_READ 0x2, REMOTE_WRITE 0x4), roce_hsi.h
+// cmdq_*.
 #define RIG_BNXT_CMDQ_REGISTER_MR(W, D, F, A)                      \
     RIG_BNXT_CMDQ_HDR(W, D, CMDQ_BASE_OPCODE_REGISTER_MR, 56, 0)   \
     F(lvl, std::uint8_t, 16, 0x03, 0)                              \
@@ -466,7 +470,8 @@ RIG_BNXT_LAYOUT(creq_deregister_mr_resp, 16, RIG_BNXT_CREQ_DEREGISTER_MR_RESP);
 
 // ---- GIDs: ADD_GID, DELETE_GID, MODIFY_GID ------------------------------------------------------
 
-// ADD_GID/MODIFY_GID take the GID and MAC in the driver's odd byte orders (§2.6): fill `gid`
+// ADD_GID/MODIFY_GID take the GID and MAC in the driver's odd byte orders (qplib_sp.c
+// bnxt_qplib_add_sgid): fill `gid`
 // with add_gid_gid() and `src_mac` with add_gid_src_mac().
 #define RIG_BNXT_CMDQ_ADD_GID(W, D, F, A)                          \
     RIG_BNXT_CMDQ_HDR(W, D, CMDQ_BASE_OPCODE_ADD_GID, 48, 0)       \

@@ -1,6 +1,6 @@
 #pragma once
-// Send and receive queue entries (WQEs) of a bnxt RC queue pair (reference bnxt.md §3.2-§3.4;
-// kernel roce_hsi.h `sq_send_hdr`, `sq_rdma_hdr`, `rq_wqe_hdr`, `sq_sge`).
+// Send and receive queue entries (WQEs) of a bnxt RC queue pair (kernel
+// roce_hsi.h `sq_send_hdr`, `sq_rdma_hdr`, `rq_wqe_hdr`, `sq_sge`).
 //
 // A queue is a ring of 16-byte slots. An entry is a 32-byte header (2 slots) followed by one
 // 16-byte `sq_sge` per scatter/gather element, or by the inline bytes padded to whole slots;
@@ -32,7 +32,7 @@ inline constexpr std::size_t static_wqe_slots = 8;            // 128-byte static
 inline constexpr std::size_t static_max_sge = 6;              // BNXT_RE_STATIC_WQE_MAX_SGE
 inline constexpr std::size_t static_max_inline = 96;          // BNXT_RE_MAX_INLINE_SIZE
 inline constexpr std::size_t max_wqe_slots = 0xff;            // wqe_size is one byte
-inline constexpr std::int64_t max_length = std::int64_t{1} << 31;   // DESIGN §2: a message
+inline constexpr std::int64_t max_length = std::int64_t{1} << 31;   // docs/guide.md: a message
 inline constexpr std::int64_t max_key = (std::int64_t{1} << 32) - 1;
 inline constexpr std::int64_t max_wr_id = (std::int64_t{1} << 20) - 1;  // RQ_WQE_HDR_WR_ID_MASK
 
@@ -99,8 +99,8 @@ RIG_BNXT_LAYOUT(sq_rdma_hdr, 32, RIG_BNXT_SQ_RDMA_HDR);
     F(wr_id, std::uint32_t, 8, 0x000fffff, 0)
 RIG_BNXT_LAYOUT(rq_wqe_hdr, 32, RIG_BNXT_RQ_WQE_HDR);
 
-// Retransmission metadata the driver keeps next to the SQ (§3.3): one sq_psn_search_ext per
-// WQE on P5, one sq_msn_search per message with the P7 host MSN table.
+// Retransmission metadata the driver keeps next to the SQ (roce_hsi.h sq_psn_search_ext): one
+// sq_psn_search_ext per WQE on P5, one sq_msn_search per message with the P7 host MSN table.
 #define RIG_BNXT_SQ_PSN_SEARCH_EXT(W, D, F, A)                     \
     F(start_psn, std::uint32_t, 0, 0x00ffffff, 0)                  \
     F(opcode, std::uint32_t, 0, 0xff000000, 24)                    \
@@ -145,7 +145,7 @@ struct entry {
 };
 
 struct receive {
-    std::span<const local> dst;   // at least one element: the RQ needs one (§3.2)
+    std::span<const local> dst;   // at least one element: the RQ needs one (roce_hsi.h rq_wqe_hdr)
     std::int64_t wr_id;           // 20 bits, comes back in the responder CQE
 };
 

@@ -1,6 +1,6 @@
 #pragma once
-// 64-byte completion entries (CQEs) of a ConnectX completion queue: reference/mlx5.md §4.5,
-// rdma-core mlx5dv.h `struct mlx5_cqe64` and `struct mlx5_err_cqe`.
+// 64-byte completion entries (CQEs) of a ConnectX completion queue: rdma-core
+// mlx5dv.h `struct mlx5_cqe64` and `struct mlx5_err_cqe`.
 //
 //   0x20 srqn_uidx     be32        0x2c byte_cnt    be32
 //   0x36 vendor_err_synd u8 (error) 0x37 syndrome   u8 (error CQEs only)

@@ -1,6 +1,6 @@
 #pragma once
 // Doorbell records (host memory) and access-region (UAR) registers of a ConnectX function:
-// reference/mlx5.md §4.1, §4.2, §4.6; rdma-core mlx5dv.h / providers/mlx5 and the kernel's
+// rdma-core mlx5dv.h / providers/mlx5 (qp.c post_send_db, cq.c mlx5_arm_cq) and the kernel's
 // include/linux/mlx5/{cq.h,doorbell.h}.
 //
 // A send is posted in three steps, each ordered after the one before (rdma-core post_send_db):
@@ -59,8 +59,8 @@ inline constexpr std::size_t bfreg_offset(std::size_t k, std::uint32_t log_bf_re
     return uar::bf_offset + k * (std::size_t{1} << log_bf_reg_size);
 }
 
-// CQ arm (K-DEV cq.h mlx5_cq_arm): the record word, and the 64-bit UAR value whose first
-// (lower-addressed) dword is the record word and second the CQ number, both big-endian.
+// CQ arm (kernel include/linux/mlx5/cq.h mlx5_cq_arm): the record word, and the 64-bit UAR value
+// whose first (lower-addressed) dword is the record word and second the CQ number, both big-endian.
 inline constexpr std::uint32_t cq_arm_next = 0;          // MLX5_CQ_DB_REQ_NOT
 inline constexpr std::uint32_t cq_arm_solicited = 1u << 24;   // MLX5_CQ_DB_REQ_NOT_SOL
 inline constexpr std::uint32_t cq_arm_word(std::uint32_t sn, std::uint32_t cmd,
@@ -71,7 +71,7 @@ inline constexpr std::uint64_t cq_arm_doorbell(std::uint32_t arm_word, std::uint
     return (std::uint64_t{arm_word} << 32) | (cqn & 0xffffff);   // written with store_be<u64>
 }
 
-// EQ consumer-index doorbell (K-CORE eq.c eq_update_ci): be32(eqn << 24 | ci & 0xffffff).
+// EQ consumer-index doorbell (kernel mlx5/core/eq.c eq_update_ci): be32(eqn << 24 | ci & 0xffffff).
 inline constexpr std::uint32_t eq_doorbell(std::uint32_t eqn, std::uint32_t consumer_index) noexcept {
     return (eqn << 24) | (consumer_index & 0xffffff);
 }

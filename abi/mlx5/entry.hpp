@@ -1,6 +1,6 @@
 #pragma once
 // Send-queue work entries of a ConnectX (mlx5) RC queue pair, one 64-byte basic block each
-// (seeds/rig_mlx5_abi_entry.txt). Layout, reference/mlx5.md §4.3 and rdma-core's mlx5dv.h:
+// (the contract: test/unit/mlx5_wqe/). Layout, rdma-core's mlx5dv.h and providers/mlx5/qp.c:
 //
 //   control segment  16 B  opmod_idx_opcode = be32(index[15:0] << 8 | opcode)
 //                          qpn_ds           = be32(qp << 8 | ds), ds = entry size in 16-byte units
@@ -19,8 +19,8 @@
 // at address and address + 2^30: the halves keep the first one's alignment (a page-aligned
 // buffer gives two page-aligned DMA reads, where 2^31 - 1 + 1 would end on a 1-byte read at an
 // odd address), and ds grows by one. WRITE/READ: 16 + 16 + 2 x 16 = 64, SEND 48: still one block.
-// The generic write(entry) keeps the seed's contract (seeds/rig_mlx5_abi_entry.txt): a length
-// is refused outside [0, 2^31 - 1], one element is one segment.
+// The generic write(entry) keeps the encoder's contract (test/unit/mlx5_wqe/
+// entry_refusal_test.cpp): a length is refused outside [0, 2^31 - 1], one element is one segment.
 //
 // Every entry fits one block, so no entry wraps around the end of the ring.
 #include <cstddef>
@@ -62,7 +62,7 @@ struct entry {
     bool signal;   // completion on success too; a failed entry always gets one
 };
 
-// Send opcodes (ctrl opcode byte; reference §4.3, mlx5dv.h MLX5_OPCODE_*).
+// Send opcodes (ctrl opcode byte; mlx5dv.h MLX5_OPCODE_*).
 enum class send_opcode : std::uint8_t {
     nop = 0x00,
     rdma_write = 0x08,
@@ -129,9 +129,8 @@ inline bool valid(const remote& r) noexcept { return (r.address >= 0) & valid_ke
 
 // The block is written as eight 64-bit stores straight into the ring, each word composed in a
 // register: no read-back, and no wide load of narrower stores (a block built on the stack and
-// copied with one memcpy costs a store-forwarding stall per entry, ~6x slower here; reference/
-// perftest-and-performance.md §2.4 saw the same effect). Every word of the block is stored,
-// the unused ones as zero. Callers validate everything before the first store.
+// copied with one memcpy costs a store-forwarding stall per entry, ~6x slower here). Every word of
+// the block is stored, the unused ones as zero. Callers validate everything before the first store.
 struct block {
     std::byte* p;
 
@@ -320,7 +319,8 @@ inline void write(std::span<std::byte> b, std::size_t at, std::int64_t qp, std::
 
 // A receive entry is a list of scatter entries (data segments) in a slot of `stride` bytes
 // (16 << qpc.log_rq_stride). A list shorter than the slot ends with a segment of byte_count 0
-// and the invalid lkey 0x100 (reference §4.4); zero-length elements are skipped as on send.
+// and the invalid lkey 0x100 (MLX5_INVALID_LKEY, rdma-core providers/mlx5/qp.c mlx5_post_recv);
+// zero-length elements are skipped as on send.
 // An element takes [0, 2^31] bytes as the typed send writers do: 2^31 is two segments of 2^30
 // (header comment), so a queue whose receives may take 2^31 needs a slot of 32 bytes or more.
 inline constexpr std::size_t scatter_size = 16;

@@ -1,7 +1,8 @@
 #pragma once
 // The vfio-user wire format, shared by the client (driver/vfio_user/) and the server
 // (sim/vfio_user/). Source: QEMU docs/interop/vfio-user.rst ("the spec" below), with the
-// structures it borrows from <linux/vfio.h>; reference/vfio-and-vfio-user.md §1.
+// structures it borrows from <linux/vfio.h>; libvfio-user's include/vfio-user.h holds the same
+// structures.
 //
 // Everything is in host byte order (spec "Protocol Specification"), so the structures are plain
 // host structs; they are only ever copied in and out of message bytes with memcpy (decode /
@@ -124,7 +125,7 @@ inline constexpr std::uint32_t dma_unmap_flag_all = 1u << 1;
 static_assert(offsetof(dma_unmap, address) == 8 && offsetof(dma_unmap, size) == 16);
 
 // VFIO_USER_DEVICE_GET_INFO: 16 bytes, not the kernel's 20-byte vfio_device_info
-// (reference §1.10)
+// (the spec's VFIO_USER_DEVICE_GET_INFO table; <linux/vfio.h> adds cap_offset)
 struct device_info {
     std::uint32_t argsz;
     std::uint32_t flags;
@@ -218,9 +219,9 @@ static_assert(sizeof(region_access) == 16);
 static_assert(offsetof(region_access, region) == 8 && offsetof(region_access, count) == 12);
 
 // VFIO_USER_DMA_READ/WRITE (server -> client). The spec and libvfio-user put an 8-byte count here
-// and data at 16; QEMU's own struct has a 4-byte count (reference §1.10). We follow the spec and
-// send 16 bytes in the DMA_WRITE reply too, whose table says count is 4 bytes: a receiver reads
-// at least the first 12.
+// and data at 16; QEMU's own VFIOUserDMARW (hw/vfio-user/protocol.h) has a 4-byte count. We follow
+// the spec and send 16 bytes in the DMA_WRITE reply too, whose table says count is 4 bytes: a
+// receiver reads at least the first 12.
 struct dma_access {
     std::uint64_t address;
     std::uint64_t count;

@@ -2,7 +2,7 @@
 // VFIO capability chains: the bytes that follow a vfio_region_info or vfio_iommu_type1_info
 // when the kernel sets the CAPS flag. Each capability starts with vfio_info_cap_header
 // {u16 id, u16 version, u32 next}; `cap_offset` and `next` count from the start of the info
-// struct and 0 ends the chain (reference/vfio-and-vfio-user.md §1.5; <linux/vfio.h>).
+// struct and 0 ends the chain (<linux/vfio.h>, struct vfio_info_cap_header).
 //
 // These parsers take the raw buffer the ioctl filled, so they are tested on hand-built bytes.
 // The buffer comes from the kernel (or, for vfio-user, from another process), so every offset

@@ -1,12 +1,13 @@
 // The legacy VFIO path: a container (/dev/vfio/vfio) holding the function's IOMMU group
 // (/dev/vfio/<N>), with the type1v2 IOMMU. The sequence is the kernel's own
-// (Documentation/driver-api/vfio.rst, "VFIO Usage Example"; reference/vfio-and-vfio-user.md
-// §3.1): API version, extension check, group viable, group into the container, and only then
+// (Documentation/driver-api/vfio.rst, "VFIO Usage Example"): API
+// version, extension check, group viable, group into the container, and only then
 // SET_IOMMU, then the device fd from the group.
 //
-// No-IOMMU mode (§3.3) is this path with /dev/vfio/noiommu-<N> and VFIO_NOIOMMU_IOMMU: the
-// container then supports no DMA ioctls, and the device reaches memory by physical address,
-// read from /proc/self/pagemap. Only reached when the caller asks for it by name.
+// No-IOMMU mode (drivers/vfio/group.c, CONFIG_VFIO_NOIOMMU) is this path with /dev/vfio/noiommu-<N>
+// and VFIO_NOIOMMU_IOMMU: the container then supports no DMA ioctls, and the device reaches memory
+// by physical address, read from /proc/self/pagemap. Only reached when the caller asks for it by
+// name.
 #include <fcntl.h>
 #include <linux/vfio.h>
 #include <sys/ioctl.h>

@@ -1,9 +1,10 @@
 #pragma once
 // The kernel back end's two ways to an IOMMU, behind one small interface (the kernel VFIO
-// selftests' "iommu mode" table idea, reference/vfio-and-vfio-user.md §4):
-//   - container.cpp: /dev/vfio/vfio + /dev/vfio/<group>, VFIO_TYPE1v2_IOMMU (§3.1); the same
-//     code with VFIO_NOIOMMU_IOMMU and /dev/vfio/noiommu-<group> for no-IOMMU mode (§3.3);
-//   - iommufd.cpp: /dev/iommu + /dev/vfio/devices/vfioN, one IOAS (§3.2).
+// selftests' "iommu mode" table idea, tools/testing/selftests/vfio/lib/iommu.c):
+//   - container.cpp: /dev/vfio/vfio + /dev/vfio/<group>, VFIO_TYPE1v2_IOMMU (vfio.rst); the same
+//     code with VFIO_NOIOMMU_IOMMU and /dev/vfio/noiommu-<group> for no-IOMMU mode
+//     (drivers/vfio/group.c);
+//   - iommufd.cpp: /dev/iommu + /dev/vfio/devices/vfioN, one IOAS (iommufd.rst).
 // Either one hands back the device fd; everything after that (regions, IRQs, reset) is the
 // same VFIO device API and lives in kernel_function.cpp.
 #include <cstddef>

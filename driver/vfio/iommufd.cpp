@@ -1,10 +1,11 @@
 // The iommufd path: the function's VFIO device cdev (/dev/vfio/devices/vfioN, Linux >= 6.6)
 // bound to an iommufd (/dev/iommu, Linux >= 6.2) and attached to one IO address space (IOAS)
 // of our own. Sequence from Documentation/driver-api/vfio.rst "Device cdev Example" and
-// reference/vfio-and-vfio-user.md §3.2: open cdev, open /dev/iommu, BIND_IOMMUFD, IOAS_ALLOC,
+// Documentation/userspace-api/iommufd.rst: open cdev, open /dev/iommu, BIND_IOMMUFD, IOAS_ALLOC,
 // ATTACH_IOMMUFD_PT, then IOAS_IOVA_RANGES (the ranges narrow on attach, so only after it).
 // We always choose the IOVA (IOMMU_IOAS_MAP_FIXED_IOVA): left to itself the kernel may pick
-// one above what the device can address (reference/vm-test.md pitfall 10).
+// one above what the device can address (include/uapi/linux/iommufd.h, struct
+// iommu_ioas_map: without IOMMU_IOAS_MAP_FIXED_IOVA the kernel computes the IOVA).
 #include <fcntl.h>
 #include <sys/ioctl.h>
 

@@ -1,5 +1,5 @@
 // The kernel VFIO back end's `function`: one PCI function bound to vfio-pci, reached through
-// its VFIO device fd (reference/vfio-and-vfio-user.md §3.1). The IOMMU side (container/group or
+// its VFIO device fd (Documentation/driver-api/vfio.rst). The IOMMU side (container/group or
 // iommufd) is a dma_space (iommu.hpp); everything here is the device API both paths share:
 // regions by pread/pwrite/mmap at the offset GET_REGION_INFO gives, DMA through the space with
 // IOVAs from our own allocator, interrupts by SET_IRQS with eventfds, VFIO_DEVICE_RESET.
@@ -350,7 +350,8 @@ public:
     }
 
     // vfio-pci masks INTx when it fires (VFIO_IRQ_INFO_AUTOMASKED); after the device is
-    // acknowledged, unmask or the next interrupt never comes (reference/vm-test.md pitfall 4).
+    // acknowledged, unmask or the next interrupt never comes (<linux/vfio.h>,
+    // VFIO_IRQ_INFO_AUTOMASKED; VFIO_IRQ_SET_ACTION_UNMASK).
     result<void> unmask_intx() override {
         std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
         if (auto r = live("VFIO_DEVICE_SET_IRQS"); !r) {

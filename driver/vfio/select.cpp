@@ -1,4 +1,5 @@
-// Which IOMMU path a function is opened through (reference/vfio-and-vfio-user.md §3.1-3.3):
+// Which IOMMU path a function is opened through (the kernel's
+// Documentation/driver-api/vfio.rst, "VFIO Usage Example" and "Device cdev Example"):
 // iommufd + device cdev where the kernel has both, else the container/group path; no-IOMMU
 // only when the caller names it.
 #include <filesystem>

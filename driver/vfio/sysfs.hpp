@@ -7,7 +7,8 @@
 //   <root>/bus/pci/devices/<bdf>/driver_override   "(null)\n" when unset
 //   <root>/bus/pci/devices/<bdf>/vfio-dev/vfio<M>  the VFIO device cdev (Linux >= 6.6)
 //   <root>/bus/pci/devices/<bdf>/net/<ifname>      its network interfaces
-// (reference/vfio-and-vfio-user.md §3.1, §3.2, §3.6)
+// (the kernel's Documentation/ABI/testing/sysfs-bus-pci and sysfs-kernel-iommu_groups;
+// Documentation/driver-api/vfio.rst)
 #include <cstdint>
 #include <optional>
 #include <string>

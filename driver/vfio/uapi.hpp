@@ -3,7 +3,7 @@
 // <linux/vfio.h> as installed (Debian bookworm: linux-libc-dev 6.1). The iommufd + VFIO device
 // cdev part (Linux 6.2 / 6.6) is missing from those headers, so its few structs and ioctl
 // numbers are defined here from the kernel's include/uapi/linux/{iommufd,vfio}.h
-// (reference/vfio-and-vfio-user.md §3.2).
+// (Documentation/userspace-api/iommufd.rst).
 //
 // Guarding: our definitions live in rig::driver::vfio::uapi under our own names, so a newer
 // header that defines the originals cannot clash with them; where it does define them, the
@@ -112,7 +112,7 @@ inline constexpr unsigned long iommu_ioas_iova_ranges_ioctl = _IO(iommufd_type, 
 inline constexpr unsigned long iommu_ioas_map_ioctl = _IO(iommufd_type, iommufd_cmd_base + 5);
 inline constexpr unsigned long iommu_ioas_unmap_ioctl = _IO(iommufd_type, iommufd_cmd_base + 6);
 
-// Sizes from the kernel's headers (and reference §3.2).
+// Sizes from the kernel's headers (Linux 6.12 include/uapi/linux/{iommufd,vfio}.h).
 static_assert(sizeof(vfio_device_bind_iommufd) == 16);
 static_assert(sizeof(vfio_device_attach_iommufd_pt) == 12);
 static_assert(sizeof(vfio_device_detach_iommufd_pt) == 8);

@@ -1,7 +1,7 @@
 #pragma once
 // The vfio-user back end of `function`: a client of a vfio-user server (our device model,
-// rig-nicsim, or any server that follows QEMU's docs/interop/vfio-user.rst). DESIGN.md §3,
-// reference/vfio-and-vfio-user.md §1.
+// rig-nicsim, or any server that follows QEMU's docs/interop/vfio-user.rst). docs/architecture.md,
+// "The PCI seam".
 //
 // Synchronous request/reply on one socket. While a call waits for its reply the server may send
 // its own commands (VFIO_USER_DMA_READ/WRITE for windows announced without an fd); they are

@@ -249,7 +249,7 @@ result<irq_info> client::get_irq_info(irq_kind kind) {
 }
 
 // spec "VFIO_USER_DEVICE_SET_IRQS" with DATA_EVENTFD | ACTION_TRIGGER, in as many messages as the
-// server's max_msg_fds requires, each naming its `start` (reference §1.7).
+// server's max_msg_fds requires, each naming its `start` (the spec's "Interrupts").
 result<std::vector<int>> client::enable_irqs(irq_kind kind, std::uint32_t count) {
     std::scoped_lock hold(_lock);  // see function.hpp: one call at a time
     constexpr std::string_view what = "VFIO_USER_DEVICE_SET_IRQS";

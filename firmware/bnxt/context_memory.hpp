@@ -1,6 +1,6 @@
 #pragma once
-// Context memory ("backing store", reference bnxt.md §1.7): on P5 the host supplies the chip's
-// context tables (QP, SRQ, CQ, VNIC, STAT, TQM rings, MRAV, TIM) through
+// Context memory ("backing store", bnxt_en's bnxt.c bnxt_alloc_ctx_mem): on P5 the host supplies
+// the chip's context tables (QP, SRQ, CQ, VNIC, STAT, TQM rings, MRAV, TIM) through
 // FUNC_BACKING_STORE_CFG, sized for RoCE as bnxt_en sizes them when the function can do RoCE
 // (Linux bnxt.c bnxt_alloc_ctx_mem, bnxt_setup_ctxm_pg_tbls, bnxt_alloc_ctx_pg_tbls):
 //

@@ -1,6 +1,6 @@
 #pragma once
 // A bnxt (BCM57508, P5) function brought up by the driver itself through HWRM, as far as the
-// RoCE command channel needs it, and torn down again (reference bnxt.md §1.8: bnxt_en's
+// RoCE command channel needs it, and torn down again (the order of bnxt_en's
 // bnxt_fw_init_one_p1/p2 and bnxt_alloc_ctx_mem, then bnxt_re's bnxt_re_dev_init up to the CREQ).
 //
 //   auto d = device::bring_up(fn, {}).value();  // "bring-up step FUNC_QCAPS: FUNC_QCAPS (0x15): ..."

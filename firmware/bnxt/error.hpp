@@ -1,10 +1,10 @@
 #pragma once
 // Errors of the bnxt firmware channels: a value that names the request and what went wrong,
-// never an abort (style §9.3).
+// never an abort (docs/guide.md, "Failures and errors").
 //   "FUNC_BACKING_STORE_CFG (0x193): INVALID_PARAMS (0x2), cmd_err 0x1"
 //   "VER_GET (0x0): no response within 500 ms"
-// `channel` is "hwrm" (the ChiMP request window, reference bnxt.md §1) or "rcfw" (the RoCE
-// command queue, §2): their opcode and status spaces differ.
+// `channel` is "hwrm" (the ChiMP request window, bnxt_hsi.h) or "rcfw" (the RoCE
+// command queue, roce_hsi.h): their opcode and status spaces differ.
 #include <cstdint>
 #include <expected>
 #include <string>

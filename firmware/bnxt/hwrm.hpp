@@ -1,5 +1,5 @@
 #pragma once
-// The driver's own HWRM channel to a bnxt function's ChiMP firmware (reference bnxt.md §1.1-§1.4;
+// The driver's own HWRM channel to a bnxt function's ChiMP firmware (bnxt_hsi.h;
 // Linux bnxt_hwrm.c __hwrm_send, DPDK bnxt_hwrm.c bnxt_hwrm_send_message).
 //
 //   auto ch = hwrm_channel::create(fn, stranded).value();

@@ -1,5 +1,5 @@
 // PD numbers, queue memory, completion queues and memory regions over the RCFW channel
-// (objects.hpp; reference bnxt.md §2.6). Queue pairs are in queue_pair.cpp.
+// (objects.hpp; bnxt_re qplib_sp.c, qplib_fp.c). Queue pairs are in queue_pair.cpp.
 #include "firmware/bnxt/objects.hpp"
 
 #include <atomic>

@@ -1,7 +1,8 @@
 #pragma once
-// The RoCE objects a driver makes over the RCFW channel once INITIALIZE_FW ran (reference
-// bnxt.md §2.6): protection domains (numbers the driver keeps: qplib_res.c bnxt_qplib_alloc_pd),
-// completion queues, memory regions and RC queue pairs. The same rooms as firmware/mlx5/objects.hpp.
+// The RoCE objects a driver makes over the RCFW channel once INITIALIZE_FW ran (bnxt_re's
+// qplib_fp.c and qplib_sp.c; roce_hsi.h): protection domains (numbers the driver keeps: qplib_res.c
+// bnxt_qplib_alloc_pd), completion queues, memory regions and RC queue pairs. The same rooms as
+// firmware/mlx5/objects.hpp.
 //
 //   pd_numbers pds(dev->roce().max_pd);
 //   auto c = cq::create(*dev->rcfw(), fn, stranded, {.entries = 256, .nq_ring = dev->creq_ring_id()}, by).value();
@@ -155,7 +156,7 @@ struct qp_rtr_params {
 
 struct qp_rts_params {
     std::uint32_t sq_psn = 0;
-    std::uint8_t timeout = 14;       // 4.096 us x 2^14 = 67 ms (DESIGN.md §2, connect)
+    std::uint8_t timeout = 14;       // 4.096 us x 2^14 = 67 ms (docs/guide.md)
     std::uint8_t retry_cnt = 7;
     std::uint8_t rnr_retry = 7;      // 7: retried without end
     std::uint8_t max_rd_atomic = 16; // RDMA reads as requester, 1..16

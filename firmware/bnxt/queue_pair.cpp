@@ -1,4 +1,4 @@
-// RC queue pairs over the RCFW channel (objects.hpp; reference bnxt.md §2.6, §3): CREATE_QP,
+// RC queue pairs over the RCFW channel (objects.hpp; roce_hsi.h cmdq_create_qp ...): CREATE_QP,
 // MODIFY_QP per transition, QUERY_QP, DESTROY_QP, as qplib_fp.c bnxt_qplib_create_qp,
 // bnxt_qplib_modify_qp, bnxt_qplib_query_qp and bnxt_qplib_destroy_qp send them.
 #include <stdexcept>
@@ -11,8 +11,8 @@ namespace rig::firmware::bnxt {
 
 namespace {
 
-constexpr std::size_t sq_wqe_bytes = 128;     // static WQE mode: 8 slots of 16 bytes (§3.2)
-constexpr std::size_t psn_entry_bytes = 16;   // sq_psn_search_ext (P5, §3.3)
+constexpr std::size_t sq_wqe_bytes = 128;     // static WQE mode: 8 slots of 16 bytes (roce_hsi.h)
+constexpr std::size_t psn_entry_bytes = 16;   // roce_hsi.h sq_psn_search_ext (P5)
 constexpr std::uint8_t max_sge = 6;
 constexpr std::uint32_t max_wqes = 0xffff;    // QUERY_FUNC max_qp_wr
 

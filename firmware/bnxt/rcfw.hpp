@@ -1,6 +1,6 @@
 #pragma once
 // The RoCE firmware channel (RCFW: the CMDQ the driver fills, the CREQ the firmware answers
-// on; reference bnxt.md §2.1-§2.4; Linux bnxt_re qplib_rcfw.c bnxt_qplib_enable_rcfw_channel,
+// on; roce_hsi.h; Linux bnxt_re qplib_rcfw.c bnxt_qplib_enable_rcfw_channel,
 // __send_message, bnxt_qplib_service_creq), in polling mode.
 //
 //   auto ch = rcfw_channel::create(fn, stranded, {dev->creq_ring_id(), dev->creq_memory(),

@@ -60,8 +60,8 @@ result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, c
                                                std::to_string(abi::get<cap::port_type>(*cur)) + ", roce " +
                                                std::to_string(abi::get<cap::roce>(*cur)) + ")"));
     }
-    // What rdma-core's set_hca_cap writes back (reference §1.1 step 12): checksums off, 4 KiB UAR
-    // pages, named mkeys and a link kept down only when the NIC offers them. Checksums on only
+    // What rdma-core's set_hca_cap writes back (providers/mlx5/mlx5_vfio.c): checksums off, 4 KiB
+    // UAR pages, named mkeys and a link kept down only when the NIC offers them. Checksums on only
     // when asked, and only on a NIC that offers them (MAX ENABLED, mlx5_ifc.h).
     constexpr auto checksum_enabled = static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::enabled);
     if (checksums && abi::get<cap::cmdif_checksum>(*max) != checksum_enabled) {

@@ -1,5 +1,6 @@
 #pragma once
-// The capabilities step of bring-up (reference mlx5.md §1.1 steps 12-13, §3.2, §3.3): what the
+// The capabilities step of bring-up (rdma-core mlx5_vfio.c set_hca_cap and
+// handle_hca_cap_roce; the kernel's main.c handle_hca_cap): what the
 // NIC can do, and the few settings a driver writes back before INIT_HCA.
 //
 // negotiate_capabilities queries the general and RoCE capability pages (MAX, then CUR), refuses
@@ -7,8 +8,8 @@
 // set_hca_cap writes (cmdif_checksum 0, log_uar_page_sz 0 for 4 KiB host pages, mkey_by_name
 // when MAX offers it, disable_link_up when asked and offered; RoCE sw_r_roce_src_udp_port when
 // offered), and decodes the CUR pages as the NIC then reports them. With `checksums` it writes
-// cmdif_checksum ENABLED instead (command signatures checked by the device, §2.5), and refuses
-// a NIC whose MAX does not offer it.
+// cmdif_checksum ENABLED instead (command signatures checked by the device, kernel cmd.c
+// set_signature), and refuses a NIC whose MAX does not offer it.
 #include <cstdint>
 
 #include "firmware/mlx5/command_queue.hpp"

@@ -1,5 +1,6 @@
 #pragma once
-// The driver's own mlx5 command channel, in polling mode (reference mlx5.md §2.3-2.7).
+// The driver's own mlx5 command channel, in polling mode (kernel mlx5/core/cmd.c;
+// rdma-core providers/mlx5/mlx5_vfio.c).
 //
 //   auto q = command_queue::create(fn).value();      // cmdif_rev, queue address, initializing
 //   auto out = q->exec<ifc::enable_hca_in, ifc::enable_hca_out>(in, deadline);
@@ -13,10 +14,10 @@
 //
 // Threads: exec may be called from any thread. In polling mode each caller polls its own slot;
 // in event mode (use_events, driven by firmware/mlx5/events.hpp) each caller sleeps until the
-// event thread reports its slot done in a CMD event (reference §1.2). Either way several
-// commands may be outstanding in different slots at once: the queue's lock is held while a
-// slot is filled and while its result is read, never while the device runs it. The last slot
-// is kept for page-request commands (exec_page_command; rdma-core's slot 31), so that a
+// event thread reports its slot done in a CMD event (kernel cmd.c mlx5_cmd_comp_handler). Either
+// way several commands may be outstanding in different slots at once: the queue's lock is held
+// while a slot is filled and while its result is read, never while the device runs it. The last
+// slot is kept for page-request commands (exec_page_command; rdma-core's slot 31), so that a
 // MANAGE_PAGES the firmware is waiting for never queues behind the command that made it ask.
 #include <atomic>
 #include <chrono>
@@ -131,7 +132,7 @@ public:
     std::uint64_t queue_iova() const noexcept { return _queue_iova; }
     std::uint16_t cmd_interface_rev() const noexcept { return _cmdif_rev; }
 
-    // ---- signatures (reference §2.5; kernel cmd.c verify_signature) ----
+    // ---- signatures (kernel cmd.c set_signature, verify_signature) ----
     // Every command is submitted signed (entry, input and output blocks). With verification on,
     // a completion is accepted only when its entry and each of its output blocks carry good
     // signatures (XOR of the entry = 0xff; of block bytes 0x200..0x23e and of all 576 = 0xff);

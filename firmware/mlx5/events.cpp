@@ -33,21 +33,21 @@ static_assert(eqe_bytes == 64);
 constexpr std::size_t owner_byte = ifc::eqe::owner.byte_offset();
 static_assert(owner_byte == 0x3f);
 
-// UAR doorbells of an EQ (§4.1, abi/mlx5/doorbell.hpp): +0x40 writes the consumer index and
-// arms the EQ (the device raises the EQ's interrupt for the next EQE), +0x48 writes it without
-// arming. A UAR is one 4 KiB page of BAR0.
+// UAR doorbells of an EQ (kernel lib/eq.h eq_update_ci; abi/mlx5/doorbell.hpp): +0x40 writes the
+// consumer index and arms the EQ (the device raises the EQ's interrupt for the next EQE), +0x48
+// writes it without arming. A UAR is one 4 KiB page of BAR0.
 constexpr std::uint64_t uar_page_bytes = ::rig::mlx5::abi::uar_page_size;
 constexpr std::uint64_t eq_doorbell_arm = ::rig::mlx5::abi::uar::eq_doorbell_arm;
 constexpr std::uint64_t eq_doorbell_no_arm = ::rig::mlx5::abi::uar::eq_doorbell_no_arm;
 // The EQ is created with this many entries beyond what it must hold; the firmware counts an
 // EQ whose consumer index lags further behind as overrun, so the index is written back at
-// least this often while draining (kernel MLX5_NUM_SPARE_EQE, §4.7).
+// least this often while draining (kernel eq.c MLX5_NUM_SPARE_EQE).
 constexpr std::uint32_t spare_eqes = 0x80;
 
 // The events the async EQ asks for (kernel eq.c gather_async_events_mask, rdma-core
 // create_async_eqs): command completions and page requests as in rdma-core, port changes, the
 // QP and CQ error events, and INTERNAL_ERROR. COMP events come to the EQ a CQ names in
-// cqc.c_eqn whatever the mask (§3.5).
+// cqc.c_eqn whatever the mask (mlx5_ifc.h; kernel eq.c, cq.c).
 constexpr event_type async_events[] = {
     event_type::path_mig,       event_type::comm_est,           event_type::sq_drained,
     event_type::cq_error,       event_type::wq_catas_error,     event_type::path_mig_failed,
@@ -108,7 +108,7 @@ result<std::unique_ptr<events>> events::start(driver::function& fn, command_queu
     // From here a failure returns through ~events, which stops what was started and disables
     // MSI-X; an EQ already created is destroyed first (below).
 
-    // MSI-X vector 0: the EQ's interrupt (eqc.intr = 0), as rdma-core's cmd_comp_fd (§1.1 step 3);
+    // MSI-X vector 0: the EQ's interrupt (eqc.intr = 0), as rdma-core's cmd_comp_fd (mlx5_vfio.c);
     // the vectors after it wait for completion EQs.
     {
         std::uint32_t vectors = std::max<std::uint32_t>(options.vectors, 1);
@@ -172,7 +172,8 @@ result<void> events::map_doorbell() {
     return {};
 }
 
-// The one function that writes the EQ doorbell: be32 (eqn << 24) | ci (§4.1).
+// The one function that writes the EQ doorbell: be32 (eqn << 24) | ci (kernel lib/eq.h
+// eq_update_ci).
 result<void> events::ring_doorbell(bool arm) {
     const std::uint32_t value = (_eqn << 24) | (_ci & 0xffffffu);
     std::array<std::byte, 4> be{};
@@ -269,7 +270,8 @@ bool events::drain() {
     for (;;) {
         std::byte* const e = all.data() + std::size_t{_ci & mask} * eqe_bytes;
         // Valid when the owner bit equals the pass parity of the consumer index: EQEs start
-        // with owner 1 and the device writes 0 on the first pass, 1 on the second, ... (§4.7).
+        // with owner 1 and the device writes 0 on the first pass, 1 on the second, ... (kernel
+        // lib/eq.h next_eqe_sw).
         const auto owner = std::to_integer<std::uint32_t>(
             std::atomic_ref<std::byte>(e[owner_byte]).load(std::memory_order_acquire));
         if (!ifc::eqe_owned_by_software(static_cast<std::uint8_t>(owner), _ci, log_nent)) {
@@ -366,7 +368,7 @@ void events::dispatch(const std::byte* raw) {
 }
 
 // Page requests, in order, off the event thread: the handler's MANAGE_PAGES completes by a CMD
-// event that the event thread must be free to take (§1.2).
+// event that the event thread must be free to take (rdma-core mlx5_vfio.c; kernel cmd.c).
 void events::page_worker() {
     for (;;) {
         std::pair<std::uint16_t, std::int32_t> req;

@@ -1,7 +1,7 @@
 #pragma once
 // The driver's asynchronous event queue: command completions by event, page requests, port
-// changes, completion and QP events, and the health watch (reference mlx5.md §1.1 step 18,
-// §1.2, §1.4, §4.1, §4.7; kernel eq.c, rdma-core mlx5_vfio.c create_async_eqs).
+// changes, completion and QP events, and the health watch (kernel eq.c,
+// rdma-core mlx5_vfio.c create_async_eqs, mlx5dv_vfio_process_events).
 //
 //   auto ev = events::start(fn, q, uar, handlers, {}, deadline).value();
 //   ... commands on q now complete by event ...

@@ -1,7 +1,8 @@
 #pragma once
 // The NIC function brought up by the driver itself, through its command queue, and torn down
-// again (reference mlx5.md §1.1 rdma-core's VFIO bring-up, §1.5 teardown, §2.8 the kernel's
-// order, §3.2, §3.3, §3.8).
+// again (rdma-core's VFIO bring-up, providers/mlx5/mlx5_vfio.c mlx5_vfio_alloc_context and
+// mlx5_vfio_free_context; the kernel's order, mlx5/core/main.c mlx5_function_enable and
+// mlx5_load_one).
 //
 //   auto nic = hca::bring_up(fn, {}).value();   // "bring-up step INIT_PAGES: MANAGE_PAGES ..."
 //   nic->caps().log_max_qp;  nic->mac();  nic->gids();
@@ -32,11 +33,11 @@
 // A failed bring-up undoes what it did, in teardown order, before it returns the error; when
 // the firmware stopped answering it sends nothing more and strands what the firmware may name.
 //
-// Teardown (kernel order, §1.5): events stop (DESTROY_EQ), DEALLOC_UAR, TEARDOWN_HCA
-// (graceful), MANAGE_PAGES TAKE of every page, DISABLE_HCA, command queue freed. On firmware
-// that stopped answering (timeout, fatal) teardown still completes locally: every memory the
-// firmware may name stays allocated and mapped, is listed by stranded(), and the device is not
-// touched again.
+// Teardown (the kernel's order, main.c mlx5_function_teardown; rdma-core mlx5_vfio_free_context):
+// events stop (DESTROY_EQ), DEALLOC_UAR, TEARDOWN_HCA (graceful), MANAGE_PAGES TAKE of every page,
+// DISABLE_HCA, command queue freed. On firmware that stopped answering (timeout, fatal) teardown
+// still completes locally: every memory the firmware may name stays allocated and mapped, is listed
+// by stranded(), and the device is not touched again.
 //
 // Threads: bring_up and teardown from one thread; the accessors from any thread.
 #include <array>

@@ -14,8 +14,9 @@ namespace {
 namespace iseg = ::rig::mlx5::ifc::init_seg;
 using initial_seg = ::rig::mlx5::ifc::initial_seg;
 
-// What one check reads, at its BAR0 offsets (§2.1, §2.2): the dword holding nic_interface, the
-// 64-byte health buffer, the heartbeat dword. The copy ends with the heartbeat.
+// What one check reads, at its BAR0 offsets (kernel device.h struct mlx5_init_seg, struct
+// health_buffer): the dword holding nic_interface, the 64-byte health buffer, the heartbeat dword.
+// The copy ends with the heartbeat.
 constexpr std::uint64_t nic_interface_dword = 0x14;
 constexpr std::uint64_t health_buffer_at = initial_seg::health_buffer.off / 8;
 constexpr std::size_t health_buffer_bytes = ::rig::mlx5::ifc::health_buffer::size_bytes;

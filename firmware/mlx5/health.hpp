@@ -1,6 +1,7 @@
 #pragma once
-// Watching the firmware's health through the initialization segment (reference mlx5.md §1.4,
-// §2.1, §2.2; kernel health.c check_fatal_sensors / poll_health, rdma-core mlx5_vfio_poll_health).
+// Watching the firmware's health through the initialization segment (kernel
+// device.h struct mlx5_init_seg and health_buffer; kernel health.c check_fatal_sensors /
+// poll_health, rdma-core mlx5_vfio_poll_health).
 //
 //   health_watcher h(fn, {.interval = 100ms});
 //   if (auto bad = h.check()) { q.fail(*bad); ... }     // once per h.next_check()
@@ -12,8 +13,9 @@
 //   - health.rfr is set and health.synd is not 0: the firmware asks for recovery;
 //   - health_counter (low 24 bits of 0x1010) did not change for `max_misses` checks in a row;
 //   - a read fails: the function is gone (the vfio-user connection or the device died).
-// The init segment is trapped (DESIGN.md §4), so the reads are function::region_read calls,
-// made with the function lock held (driver::function is not thread-safe).
+// The init segment is trapped (docs/architecture.md, "The device model"), so the reads are
+// function::region_read calls, made with the function lock held (driver::function is not
+// thread-safe).
 //
 // Threads: one thread calls check(); the result is a value, nothing is logged on success.
 #include <chrono>
@@ -37,7 +39,8 @@ struct health_options {
     unsigned max_misses = 3;
 };
 
-// "FW internal error" for health.synd 0x1 (rdma-core's and the kernel's strings, §1.4).
+// "FW internal error" for health.synd 0x1 (rdma-core's mlx5_vfio.c and the kernel's health.c
+// strings).
 std::string health_syndrome_name(std::uint8_t synd);
 
 class health_watcher {

@@ -1,4 +1,5 @@
-// UAR and PD numbers, mapped memory, memory keys (objects.hpp; reference mlx5.md §1.3, §3.4).
+// UAR and PD numbers, mapped memory, memory keys (objects.hpp; rdma-core
+// mlx5_vfio.c mlx5_vfio_reg_mr; mlx5_ifc.h create_mkey_in).
 // The queues (EQ, CQ, QP) are in queue_objects.cpp.
 #include "firmware/mlx5/objects.hpp"
 
@@ -65,7 +66,7 @@ result<void> dealloc_pd(command_queue& q, std::uint32_t pd, deadline by) {
     return {};
 }
 
-// ---- MKEY (§1.3) ----------------------------------------------------------------------------
+// ---- MKEY (rdma-core mlx5_vfio.c mlx5_vfio_reg_mr) ----------------------------------------------
 
 result<mkey> mkey::create(command_queue& q, std::uint32_t pd, std::uint64_t iova, std::size_t length,
                           mkey_access access, deadline by) {

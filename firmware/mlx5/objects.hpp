@@ -1,5 +1,6 @@
 #pragma once
-// The firmware objects a driver creates after INIT_HCA (reference mlx5.md §3.4-§3.7): UARs and
+// The firmware objects a driver creates after INIT_HCA (mlx5_ifc.h; the kernel's
+// mlx5/core uar.c, pd.c, eq.c, cq.c and drivers/infiniband/hw/mlx5 mr.c, qp.c): UARs and
 // protection domains (numbers only), and the objects that own memory the device reads and
 // writes: event queues, completion queues, queue pairs and memory keys.
 //
@@ -44,8 +45,8 @@ namespace detail {
 bool firmware_may_hold(const error& e) noexcept;
 }  // namespace detail
 
-// ---- numbers only (§3.4) -----------------------------------------------------------------
-// UAR n is BAR0 page n (4 KiB with log_uar_page_sz = 0, §4.1).
+// ---- numbers only (mlx5_ifc.h) -----------------------------------------------------------------
+// UAR n is BAR0 page n (4 KiB with log_uar_page_sz = 0: kernel uar.c uar2pfn).
 result<std::uint32_t> alloc_uar(command_queue& q, deadline by);
 result<void> dealloc_uar(command_queue& q, std::uint32_t uar, deadline by);
 result<std::uint32_t> alloc_pd(command_queue& q, deadline by);
@@ -54,7 +55,7 @@ result<void> dealloc_pd(command_queue& q, std::uint32_t pd, deadline by);
 // ---- DMA memory mapped for the device: firmware/mapped_memory.hpp ----------------------
 using firmware::mapped_memory;
 
-// ---- event queue (§3.5) -------------------------------------------------------------------
+// ---- event queue (mlx5_ifc.h; kernel eq.c) ------------------------------------------------------
 struct eq_params {
     std::uint8_t log_size = 7;  // 2^log_size EQEs of 64 bytes
     std::uint32_t uar = 0;      // the UAR whose EQ doorbells (0x40, 0x48) serve it
@@ -83,7 +84,7 @@ private:
     mapped_memory _memory;
 };
 
-// ---- completion queue (§3.5, §4.2) --------------------------------------------------------
+// ---- completion queue (mlx5_ifc.h; kernel cq.c; rdma-core cq.c) ---------------------------------
 struct cq_params {
     std::uint8_t log_size = 8;  // 2^log_size CQEs of 64 bytes
     std::uint32_t uar = 0;      // the UAR of its arm doorbell (UAR + 0x20)
@@ -93,7 +94,8 @@ struct cq_params {
 class cq {
 public:
     // CQE buffer (page-rounded) followed by a page holding the 8-byte doorbell record, one
-    // mapping; every CQE's op_own = 0xf0 (opcode INVALID, owner 0: K-IB init_cq_buf).
+    // mapping; every CQE's op_own = 0xf0 (opcode INVALID, owner 0: kernel hw/mlx5/cq.c
+    // init_cq_frag_buf).
     static result<cq> create(command_queue& q, driver::function& fn, stranded_memory& stranded,
                              const cq_params& params, deadline by);
     result<void> destroy(command_queue& q, driver::function& fn, stranded_memory& stranded, deadline by);
@@ -115,7 +117,7 @@ private:
     mapped_memory _memory;
 };
 
-// ---- queue pair, RC (§3.6, §3.7) ----------------------------------------------------------
+// ---- queue pair, RC (mlx5_ifc.h; kernel hw/mlx5/qp.c) -------------------------------------------
 struct qp_params {
     std::uint32_t pd = 0;
     std::uint32_t send_cq = 0;
@@ -142,14 +144,14 @@ struct qp_rtr_params {
     std::uint16_t udp_sport = 0xc000;
     std::uint8_t port = 1;
     std::uint8_t hop_limit = 64;
-    std::uint8_t log_msg_max = 31;   // messages up to 2^31 bytes (DESIGN.md §2)
-    std::uint8_t min_rnr_nak = 12;   // RNR NAK timer code (RC-TEST MIN_RNR_TIMER)
+    std::uint8_t log_msg_max = 31;   // messages up to 2^31 bytes (docs/guide.md)
+    std::uint8_t min_rnr_nak = 12;   // RNR NAK timer code (rdma-core tests/base.py MIN_RNR_TIMER)
     std::uint8_t log_rra_max = 4;    // 16 RDMA reads in flight as responder
 };
 
 struct qp_rts_params {
     std::uint32_t next_send_psn = 0;
-    std::uint8_t ack_timeout = 14;  // 4.096 us * 2^14 = 67 ms (DESIGN.md §2, connect)
+    std::uint8_t ack_timeout = 14;  // 4.096 us * 2^14 = 67 ms (docs/guide.md)
     std::uint8_t retry_count = 7;
     std::uint8_t rnr_retry = 7;     // 7: retried without end
     std::uint8_t log_sra_max = 4;   // 16 RDMA reads in flight as requester
@@ -175,8 +177,9 @@ struct qp_state_info {
 
 class qp {
 public:
-    // One buffer: the RQ at offset 0, the SQ after it (K-IB qp->sq.offset), page-rounded, then
-    // a page whose first 8 bytes are the doorbell record (DW0 receive, DW1 send).
+    // One buffer: the RQ at offset 0, the SQ after it (kernel hw/mlx5/qp.c qp->sq.offset),
+    // page-rounded, then a page whose first 8 bytes are the doorbell record (DW0 receive, DW1
+    // send).
     static result<qp> create(command_queue& q, driver::function& fn, stranded_memory& stranded,
                              const qp_params& params, deadline by);
     result<void> rst2init(command_queue& q, std::uint8_t port, std::uint16_t pkey_index, qp_access access,
@@ -209,7 +212,7 @@ private:
     mapped_memory _memory;
 };
 
-// ---- memory key for a registered region (§1.3) -------------------------------------------
+// ---- memory key for a registered region (rdma-core mlx5_vfio.c mlx5_vfio_reg_mr) ----------------
 struct mkey_access {
     bool local_write = false;
     bool remote_read = false;

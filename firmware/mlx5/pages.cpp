@@ -132,7 +132,8 @@ result<void> page_supply::satisfy(ifc::query_pages_op_mod op_mod, clock::time_po
     if (!out) {
         return std::unexpected(std::move(out.error()));
     }
-    // num_pages is signed: negative means the firmware has pages to return (reference §3.2)
+    // num_pages is signed: negative means the firmware has pages to return (pagealloc.c
+    // req_pages_handler)
     const auto n = static_cast<std::int32_t>(abi::get<QOut::num_pages>(*out));
     log().debug("mlx5 QUERY_PAGES op_mod {} on {}: {} page(s)", static_cast<unsigned>(op_mod), _fn.name(), n);
     if (n > 0) {

@@ -1,7 +1,7 @@
 #pragma once
 // The firmware's memory: 4 KiB pages the driver gives the NIC with MANAGE_PAGES and takes back
-// (reference mlx5.md §1.1 steps 10 and 15, §1.2 page requests, §1.5 teardown, §3.2; kernel
-// pagealloc.c, rdma-core mlx5_vfio.c).
+// (kernel pagealloc.c: mlx5_satisfy_startup_pages, page requests, mlx5_reclaim_startup_pages;
+// rdma-core mlx5_vfio.c).
 //
 //   page_supply pages(fn, q, stranded);
 //   pages.satisfy(ifc::query_pages_op_mod::boot_pages, by);   // QUERY_PAGES + GIVE

@@ -1,5 +1,5 @@
-// Event queues, completion queues and RC queue pairs (objects.hpp; reference mlx5.md §3.5-§3.7,
-// §4.2): their memory, CREATE/DESTROY, and the QP transitions.
+// Event queues, completion queues and RC queue pairs (objects.hpp; mlx5_ifc.h,
+// the kernel's eq.c, cq.c and hw/mlx5/qp.c): their memory, CREATE/DESTROY, and the QP transitions.
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
@@ -139,8 +139,8 @@ result<cq> cq::create(command_queue& q, driver::function& fn, stranded_memory& s
     if (!memory) {
         return std::unexpected(transport_error(std::move(memory.error())));
     }
-    // Every CQE's op_own (byte 0x3f) = 0xf0: opcode INVALID (15), owner 0 (K-IB init_cq_buf,
-    // rdma-core cq.c; abi/mlx5/completion.hpp cqe_opcode::invalid).
+    // Every CQE's op_own (byte 0x3f) = 0xf0: opcode INVALID (15), owner 0 (kernel hw/mlx5/cq.c
+    // init_cq_frag_buf, rdma-core cq.c; abi/mlx5/completion.hpp cqe_opcode::invalid).
     constexpr std::size_t op_own = 0x3f;
     for (std::size_t i = 0; i < (std::size_t{1} << params.log_size); ++i) {
         memory->data()[64 * i + op_own] = std::byte{0xf0};
@@ -280,7 +280,7 @@ result<void> qp::rtr2rts(command_queue& q, const qp_rts_params& p, deadline by) 
     abi::set(in, ctx(ifc::qpc::retry_count), p.retry_count);
     abi::set(in, ctx(ifc::qpc::rnr_retry), p.rnr_retry);
     abi::set(in, ctx(ifc::qpc::log_sra_max), p.log_sra_max);
-    abi::set(in, ctx(ifc::qpc::log_ack_req_freq), 8);  // the kernel's MLX5_IB_ACK_REQ_FREQ (§3.7)
+    abi::set(in, ctx(ifc::qpc::log_ack_req_freq), 8);  // the kernel's MLX5_IB_ACK_REQ_FREQ (hw/mlx5/qp.c)
     abi::set(in, primary(ifc::ads::ack_timeout), p.ack_timeout);
     abi::set(in, primary(ifc::ads::vhca_port_num), p.port);
     return run(q, in, by);

@@ -1,6 +1,7 @@
 #pragma once
 // A bnxt completion queue as the data path sees it: take CQEs by their toggle bit, tell the NIC
-// the consumer index, arm for a notification (reference/bnxt.md §3.5, §3.6; docs/bnxt-data-path.md).
+// the consumer index, arm for a notification (roce_hsi.h cq_base,
+// bnxt_hsi.h dbc_dbc; docs/bnxt-data-path.md).
 //
 //   CQE n (the unmasked consumer count) lies in slot n & (size-1) and is new once its toggle bit
 //   equals the phase of pass n / size: 1 on the first pass, flipped at each wrap (rdma-core

@@ -1,10 +1,11 @@
 #pragma once
 // The bnxt control plane behind rig::nic (qp/control.hpp): firmware::bnxt::device::bring_up
-// (reference bnxt.md §1.8, §2.2: HWRM, context memory, the CREQ, the RoCE channel, the NQ, the
-// link-local GID), then BAR2 mapped once (the doorbell pages, uncached) and one protection domain
-// shared by every region and queue pair of the NIC (a number: there is no PD command,
-// qplib_res.c bnxt_qplib_alloc_pd); regions are MRs (ALLOCATE_MRW + REGISTER_MR), queue pairs an
-// RC QP with a send and a receive CQ that notify the NIC's NQ (§2.6). Internal to qp/.
+// (as bnxt_en's bnxt_fw_init_one and bnxt_re's bnxt_re_dev_init do it: HWRM, context memory, the
+// CREQ, the RoCE channel, the NQ, the link-local GID), then BAR2 mapped once (the doorbell pages,
+// uncached) and one protection domain shared by every region and queue pair of the NIC (a number:
+// there is no PD command, qplib_res.c bnxt_qplib_alloc_pd); regions are MRs (ALLOCATE_MRW +
+// REGISTER_MR), queue pairs an RC QP with a send and a receive CQ that notify the NIC's NQ
+// (roce_hsi.h cmdq_*). Internal to qp/.
 //
 // Doorbells (docs/bnxt-data-path.md, "Rig's layout"): each queue pair owns a 64-byte doorbell
 // block; block b lies in DPI first_user_dpi + b / 64 at offset (b % 64) x 64, first_user_dpi =

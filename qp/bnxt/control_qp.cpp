@@ -1,6 +1,6 @@
 // bnxt control plane, queue pairs: a doorbell block, a send CQ, a receive CQ and an RC QP
-// (reference bnxt.md §2.6; docs/bnxt-data-path.md), the data path over their memory, the connect
-// steps, QUERY_QP as qp_info, destroy.
+// (roce_hsi.h; bnxt_re qplib_fp.c; docs/bnxt-data-path.md), the data path over their memory, the
+// connect steps, QUERY_QP as qp_info, destroy.
 #include "qp/bnxt/control.hpp"  // first: see qp/mlx5/data_path.hpp
 
 #include <bit>

@@ -4,7 +4,8 @@
 // rig::queue_pair dispatches to (qp/state.hpp on_path: no virtual call). The arguments are the
 // API's own (device addresses, lengths, keys); the bnxt entry formats stay in here.
 //
-// Failure (reference/bnxt.md §3.5): the NIC writes no CQE per flushed entry. Once an entry failed
+// Failure (bnxt_re qplib_fp.c: the flush lists, __flush_sq / __flush_rq): the NIC writes no CQE
+// per flushed entry. Once an entry failed
 // (its error CQE), a TERMINAL CQE arrived, or the NIC reported the queue pair's failure (CREQ
 // QP_ERROR_NOTIFICATION), the data path completes every entry of both rings that has no result
 // as flushed itself, in entry order (qplib_fp.c __flush_sq, __flush_rq; rdma-core verbs.c

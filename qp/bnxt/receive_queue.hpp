@@ -1,5 +1,5 @@
 #pragma once
-// The receive ring of a bnxt RC queue pair (reference/bnxt.md §3.4; qplib_fp.c
+// The receive ring of a bnxt RC queue pair (roce_hsi.h rq_wqe_hdr; qplib_fp.c
 // bnxt_qplib_post_recv):
 //   entry k in WQE k & (size-1) of 128 bytes (rq_sge 6: static mode's 8 slots): rq_wqe_hdr with
 //   wr_id = k mod 2^20, which the responder CQE gives back, then one SGE (abi/bnxt/wqe.hpp).

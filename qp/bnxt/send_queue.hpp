@@ -2,7 +2,7 @@
 // The send ring of a bnxt RC queue pair in static WQE mode (P5): post entries, ring the doorbell
 // once for many, and turn its requester completions into entry results (qp/ring.hpp).
 //
-// Posting (reference/bnxt.md §3.2, §3.3; qplib_fp.c bnxt_qplib_post_send):
+// Posting (roce_hsi.h sq_send_hdr, sq_psn_search_ext; qplib_fp.c bnxt_qplib_post_send):
 //   entry k (the unmasked producer count) takes the 128-byte WQE k & (size-1) (abi/bnxt/wqe.hpp
 //   writes its bytes), and its PSN search entry k & (size-1) after the ring: the first PSN of its
 //   message and the one after its last packet, the PSN counted from the send PSN of RTR->RTS by

@@ -1,6 +1,7 @@
 #pragma once
 // An mlx5 completion queue as the data path sees it: poll CQEs by owner bit, tell the NIC the
-// consumer index, arm for an event (reference/mlx5.md §4.5, §4.6; rdma-core providers/mlx5/cq.c).
+// consumer index, arm for an event (rdma-core providers/mlx5/cq.c;
+// kernel include/linux/mlx5/cq.h mlx5_cq_arm).
 //
 //   CQE n (the unmasked consumer index) lies in slot n & (size-1) and is software's once its
 //   opcode is not INVALID and its owner bit equals (n >> log_size) & 1. Then from_device
@@ -33,7 +34,7 @@ struct completion_queue_memory {
     std::byte* uar_page = nullptr;         // the UAR named by cqc.uar_page (arm doorbell at 0x20)
 };
 
-// The kinds of CQE a queue's ring takes (reference §4.5 opcode table).
+// The kinds of CQE a queue's ring takes (mlx5dv.h MLX5_CQE_* opcodes).
 inline bool is_send_side(abi::cqe_opcode o) noexcept {
     return o == abi::cqe_opcode::req || o == abi::cqe_opcode::req_err;
 }
@@ -48,7 +49,7 @@ inline entry_error flushed_error_of(const abi::completion& c) noexcept {
 }
 
 // The error a ring fails with when a completion is of a kind it does not take, or names no
-// entry it has outstanding (DESIGN.md §2: "its completions hold a kind its ring does not take").
+// entry it has outstanding (docs/guide.md: "its completions hold a kind its ring does not take").
 inline entry_error unexpected_completion() noexcept {
     return entry_error{"completion of a kind this ring does not take", 0, 0, false};
 }

@@ -90,7 +90,7 @@ result<void> control::start(std::string_view where, const nic_options& options, 
 
 result<void> control::nic_objects() {
     // The queue pairs' doorbell page: BAR0 page `uar`, mapped write-combining like rdma-core's
-    // BlueFlame pages (§4.1).
+    // BlueFlame pages (kernel uar.c; rdma-core mlx5.h MLX5_BF_OFFSET).
     auto bar = _fn.map_bar(driver::region::bar0, driver::caching::write_combining);
     if (!bar) {
         return std::unexpected(detail::os_error("nic::open: mapping BAR0", bar.error()));

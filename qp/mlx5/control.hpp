@@ -1,9 +1,10 @@
 #pragma once
 // The mlx5 control plane behind rig::nic (qp/control.hpp): firmware::mlx5::hca::bring_up
-// (reference/mlx5.md §1.1), then one UAR (the queue pairs' doorbells and the CQs' arm doorbells,
-// BAR0 page `uar`, mapped write-combining: §4.1) and one protection domain shared by every
-// region and queue pair of the NIC; regions are MTT memory keys (§1.3), queue pairs an RC QP with
-// a send and a receive CQ (§3.5-§3.7). Internal to qp/.
+// (rdma-core's mlx5_vfio_alloc_context), then one UAR (the queue pairs' doorbells and the CQs' arm
+// doorbells, BAR0 page `uar`, mapped write-combining: kernel uar.c) and one protection domain
+// shared by every region and queue pair of the NIC; regions are MTT memory keys (rdma-core
+// mlx5_vfio_reg_mr), queue pairs an RC QP with a send and a receive CQ (hw/mlx5/qp.c). Internal to
+// qp/.
 //
 // A command that timed out or met a fatal error leaves the firmware possibly holding memory:
 // the command queue is failed then (nothing more is sent: every later command is refused at

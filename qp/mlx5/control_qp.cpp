@@ -1,5 +1,6 @@
-// mlx5 control plane, queue pairs: a send CQ, a receive CQ and an RC QP (reference/mlx5.md
-// §3.5-§3.7), the data path over their memory, the connect steps, QUERY_QP as qp_info, destroy.
+// mlx5 control plane, queue pairs: a send CQ, a receive CQ and an RC QP (mlx5_ifc.h;
+// the kernel's drivers/infiniband/hw/mlx5/qp.c and cq.c), the data path over their memory, the
+// connect steps, QUERY_QP as qp_info, destroy.
 #include "qp/mlx5/control.hpp"  // first: see qp/mlx5/data_path.hpp
 
 #include <bit>

@@ -3,8 +3,9 @@
 // a 32-bit doorbell-record word in host memory, and a 64-bit write to a UAR register (BAR0 over
 // VFIO, or the model's shared UAR page over vfio-user). Each is one store the compiler may not
 // split, merge or drop (volatile, naturally aligned): the device reads the record at any time,
-// and a UAR doorbell write must reach it as one 8-byte write (reference/mlx5.md §4.1: "use
-// 8-byte doorbells"). Ordering is the caller's business (abi/barriers.hpp).
+// and a UAR doorbell write must reach it as one 8-byte write (the kernel's
+// include/linux/mlx5/doorbell.h mlx5_write64; rdma-core's mmio_write64_be). Ordering is the
+// caller's business (abi/barriers.hpp).
 #include <cstddef>
 #include <cstdint>
 

@@ -36,7 +36,7 @@ std::byte* record_of(std::span<std::byte> record, const char* what) {
     return record.data();
 }
 
-// The entry a 16-bit wqe_counter names (reference §4.5), or nothing.
+// The entry a 16-bit wqe_counter names (rdma-core providers/mlx5/cq.c), or nothing.
 std::optional<std::uint64_t> named_entry(const qp::ring& r, std::uint16_t counter) {
     return r.resolve(counter, 16);
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The receive ring of an mlx5 RC queue pair (reference/mlx5.md §4.4; rdma-core providers/mlx5/
-// qp.c mlx5_post_recv):
+// The receive ring of an mlx5 RC queue pair (rdma-core providers/mlx5/qp.c
+// mlx5_post_recv):
 //   entry k in slot k & (slots-1) of `stride` bytes: its scatter list, ended by a segment of
 //   byte_count 0 and lkey MLX5_INVALID_LKEY when shorter than the slot (abi write_receive);
 //   then to_device barrier and record word MLX5_RCV_DBR (+0) = be32(k + 1 & 0xffff).

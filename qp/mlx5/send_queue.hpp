@@ -2,7 +2,7 @@
 // The send ring of an mlx5 RC queue pair: post entries, ring the doorbell once for many, and
 // turn its requester completions into entry results (qp/ring.hpp).
 //
-// Posting (reference/mlx5.md §4.3, rdma-core providers/mlx5/qp.c _mlx5_post_send):
+// Posting (rdma-core mlx5dv.h and providers/mlx5/qp.c _mlx5_post_send):
 //   entry k (the unmasked producer count) goes in 64-byte block k & (slots-1) with k's low 16
 //   bits in the ctrl segment (abi/mlx5/entry.hpp writes the bytes). Every Rig entry is one
 //   block, so the producer count in blocks is the entry number.

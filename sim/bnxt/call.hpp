@@ -57,7 +57,7 @@ struct firmware::call {
 };
 
 // The data pages of `count` pages of `page` bytes at level 0/1/2 under `dir` (context memory,
-// rings, the CMDQ; reference bnxt.md §1.7): level 0 is `dir` itself, level 1 a page of PTEs,
+// rings, the CMDQ; bnxt.c bnxt_alloc_ctx_pg_tbls): level 0 is `dir` itself, level 1 a page of PTEs,
 // level 2 a page of PDEs over PTE pages, every entry with PTU_PTE_VALID. The table pages go to
 // `tables`. false, with the call failed (INVALID_PARAMS), when an entry is not valid, a table is
 // unaligned or unreadable, or the pages do not fit the level. `table_page` is the size of the
@@ -67,8 +67,8 @@ bool walk_pages(firmware::call& c, std::uint64_t dir, std::uint8_t level, std::u
                 std::uint64_t count, std::vector<std::uint64_t>& pages, std::vector<std::uint64_t>& tables,
                 std::uint64_t table_page = 0);
 
-// The pg_size code of context memory, CREATE_QP and CREATE_CQ (§1.7, §2.6): 0 4K, 1 8K, 2 64K,
-// 3 2M, 4 8M, 5 1G; 0 bytes for any other code.
+// The pg_size code of context memory, CREATE_QP and CREATE_CQ (bnxt.c bnxt_alloc_ctx_mem,
+// roce_hsi.h cmdq_*): 0 4K, 1 8K, 2 64K, 3 2M, 4 8M, 5 1G; 0 bytes for any other code.
 std::uint64_t page_bytes_of(std::uint8_t pg_size);
 
 // The function's maxima FUNC_QCAPS and FUNC_RESOURCE_QCAPS both report (same field names in

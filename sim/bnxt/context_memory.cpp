@@ -1,4 +1,4 @@
-// Context memory ("backing store", reference bnxt.md §1.7): FUNC_BACKING_STORE_QCAPS and _CFG.
+// Context memory ("backing store", bnxt.c bnxt_alloc_ctx_mem): FUNC_BACKING_STORE_QCAPS and _CFG.
 // On P5 the host gives the chip all its context memory; the model checks what a card's
 // firmware would need of it (counts within QCAPS, levels, page sizes, entry sizes, a page
 // directory whose entries are valid), keeps the pages in a ledger watching the DMA space, and

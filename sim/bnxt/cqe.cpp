@@ -1,7 +1,7 @@
 // Completions of the bnxt data path: the RC engine's neutral completions written as 32-byte
 // CQEs into the CQs' memory, the NQ entry of an armed CQ, and a failed QP's ERR state and CREQ
-// QP_ERROR_NOTIFICATION (docs/bnxt-data-path.md "Completions", "Completion events"; reference
-// bnxt.md §3.5; roce_hsi.h cq_req, cq_res_rc, nq_cn; qplib_fp.c bnxt_qplib_cq_process_req,
+// QP_ERROR_NOTIFICATION (docs/bnxt-data-path.md "Completions", "Completion events";
+// roce_hsi.h cq_req, cq_res_rc, nq_cn; qplib_fp.c bnxt_qplib_cq_process_req,
 // bnxt_qplib_cq_process_res_rc, bnxt_qplib_service_nq; main.c bnxt_re_handle_qp_async_event).
 //
 // CQE k goes to slot k mod cq_size with toggle 1 on the first pass through the ring, 0 on the

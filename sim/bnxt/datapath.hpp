@@ -2,8 +2,8 @@
 // The data path of a bnxt (BCM57508, P5) function model: doorbells, work entries, completions
 // and completion events of the function's RC queue pairs, carried by the family-neutral RC
 // engine (sim/roce) over a wire. The contract with the driver is docs/bnxt-data-path.md
-// (reference bnxt.md §3; DESIGN.md §4, §6); sim/mlx5/datapath.hpp is the same structure for
-// ConnectX.
+// (docs/architecture.md, "The device model", "Hot path rules"); sim/mlx5/datapath.hpp is the same
+// structure for ConnectX.
 //
 // The wire's model core (sim/roce/model_core.hpp) runs passes of this function's data path, one
 // per round (step). Each pass holds the function model's lock, so commands and the data path

@@ -1,7 +1,7 @@
 // The bnxt data path's doorbells and work entries: the BAR2 doorbell pages polled (the
 // privileged page and every DPI page a QP or CQ names), each doorbell decoded by its payload
 // (abi dbc_dbc), and new send and receive WQEs fetched from the queues' memory into the rc_qp
-// (docs/bnxt-data-path.md "Doorbell pages", "Queues"; reference bnxt.md §3.2, §3.4, §3.6;
+// (docs/bnxt-data-path.md "Doorbell pages", "Queues";
 // qplib_res.h bnxt_qplib_ring_db, bnxt_qplib_ring_prod_db; datapath.hpp).
 #include <algorithm>
 #include <atomic>

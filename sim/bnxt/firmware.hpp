@@ -1,11 +1,11 @@
 #pragma once
 // The HWRM firmware of a bnxt (BCM57508, P5 "Thor") function model: what the ChiMP processor
-// does with one request (reference bnxt.md §1.2-§1.8). Transport-free: the function model
-// (function_model.hpp) hands it the bytes the driver wrote into the BAR0 window when the
-// trigger (0x100) is written; the firmware fetches a short command's full request by DMA,
+// does with one request (bnxt_hsi.h; what bnxt_en's bnxt_hwrm.c sends). Transport-free: the
+// function model (function_model.hpp) hands it the bytes the driver wrote into the BAR0 window when
+// the trigger (0x100) is written; the firmware fetches a short command's full request by DMA,
 // executes it, and DMA-writes the response to the request's resp_addr, the valid byte last.
 //
-// Channel rules (§1.2-§1.4):
+// Channel rules (bnxt_hsi.h struct input/output):
 //  - seq_id and req_type are echoed; resp_len is the response's full length; the last byte is
 //    HWRM_RESP_VALID_KEY, written after the rest. One command at a time (the caller serialises).
 //  - A window whose bytes 2-3 are 0x4321 is a short command (hwrm_short_input): the full
@@ -35,18 +35,19 @@
 // (the _V2 backing store, QUEUE_QPORTCFG, ERROR_RECOVERY_QCFG, FW_SET_TIME, …) gets
 // CMD_NOT_SUPPORTED: FUNC_QCAPS does not offer BS_V2.
 //
-// Context memory (§1.7, context_memory.cpp) is real: FUNC_BACKING_STORE_CFG checks every enabled
-// type's level, page size, entry size and count against QCAPS, walks its page directory by DMA
-// (every PTE/PDE needs PTU_PTE_VALID) and keeps the pages in a ledger that watches the DMA space:
-// a page unmapped while the firmware owns it is a context_violation, and so is an entry whose
-// initializer byte (QCAPS ctx_kind_initializer at init_offset*4, for the types in ctx_init_mask)
-// the driver did not write. roce_backing_store() says whether the memory is RoCE-sized.
+// Context memory (bnxt.c bnxt_alloc_ctx_mem, context_memory.cpp) is real: FUNC_BACKING_STORE_CFG
+// checks every enabled type's level, page size, entry size and count against QCAPS, walks its page
+// directory by DMA (every PTE/PDE needs PTU_PTE_VALID) and keeps the pages in a ledger that watches
+// the DMA space: a page unmapped while the firmware owns it is a context_violation, and so is an
+// entry whose initializer byte (QCAPS ctx_kind_initializer at init_offset*4, for the types in
+// ctx_init_mask) the driver did not write. roce_backing_store() says whether the memory is
+// RoCE-sized.
 //
-// The RoCE command channel (rcfw.cpp, §2): cmdq_init from the BAR0 mailbox, the CMDQ read by
-// DMA from the consumer to the producer, completions on the CREQ NQ; QUERY_VERSION, QUERY_FUNC,
-// INITIALIZE_FW, DEINITIALIZE_FW, ADD_GID, DELETE_GID; CQs, keys and QPs (rcfw_objects.cpp,
-// rcfw_modify_qp.cpp); other opcodes complete INVALID_CMD before INITIALIZE_FW and
-// NOT_IMPLEMENTED after it (rcfw_doorbell).
+// The RoCE command channel (rcfw.cpp, roce_hsi.h, qplib_rcfw.c): cmdq_init from the BAR0 mailbox,
+// the CMDQ read by DMA from the consumer to the producer, completions on the CREQ NQ;
+// QUERY_VERSION, QUERY_FUNC, INITIALIZE_FW, DEINITIALIZE_FW, ADD_GID, DELETE_GID; CQs, keys and QPs
+// (rcfw_objects.cpp, rcfw_modify_qp.cpp); other opcodes complete INVALID_CMD before INITIALIZE_FW
+// and NOT_IMPLEMENTED after it (rcfw_doorbell).
 //
 // Not thread-safe: the function model serialises calls; the ledger has its own lock.
 #include <array>
@@ -116,8 +117,9 @@ struct firmware_options {
                   max_rx_rings = 128, max_l2_ctxs = 64, max_vnics = 64, max_stat_ctx = 256,
                   max_hw_ring_grps = 128, max_msix = 64;
     std::uint32_t max_ring_entries = 1u << 20;   // RING_ALLOC length, at most
-    // BAR2 (§3.6, §4): legacy_l2_db_size_kb * 1 KiB is db_offset (bnxt_en overrides it to
-    // 0x10000 on a P5 PF, the same); l2_doorbell_bar_size_kb the L2 doorbell area.
+    // BAR2 (bnxt_hsi.h hwrm_func_qcfg_output): legacy_l2_db_size_kb * 1 KiB is db_offset
+    // (bnxt_en overrides it to 0x10000 on a P5 PF, the same); l2_doorbell_bar_size_kb the L2
+    // doorbell area.
     std::uint16_t legacy_l2_db_size_kb = 64;
     std::uint16_t l2_doorbell_bar_size_kb = 128;
     std::uint64_t bar2_bytes = 4u << 20;   // the function's BAR2: DPI pages after the L2 area
@@ -296,7 +298,7 @@ public:
     // spent), else nullopt and the ring waits for its next arm.
     std::optional<std::uint16_t> announce(std::uint16_t ring);
 
-    // ---- the RoCE command channel (rcfw.cpp, reference bnxt.md §2) ----
+    // ---- the RoCE command channel (rcfw.cpp, roce_hsi.h) ----
     // The CMDQ trigger (BAR0 0x700) was written 1: `mailbox` is the 0x104-byte mailbox at
     // 0x600 (cmdq_init at 0, the producer at 0xC). A producer with FIRMWARE_FIRST_FLAG (bit 31)
     // (re)starts the channel from cmdq_init (CMDQ pages, size, CREQ ring id); then every command
@@ -366,10 +368,10 @@ public:
     // The configured context types by name (context_ledger::page::type)
     const std::map<std::string, context_area>& context() const noexcept { return _ctx; }
     // QP, SRQ, CQ, MRAV and TIM configured, with QP entries beyond the L2 and QP1 ones: what
-    // bnxt_en gives when RoCE is on (§1.7); RoCE objects need it.
+    // bnxt_en gives when RoCE is on (bnxt.c bnxt_alloc_ctx_mem); RoCE objects need it.
     bool roce_backing_store() const noexcept;
     // A VNIC in ROCE_DUAL or ROCE_ONLY mode and a TRAFFIC_ROCE filter for the port MAC to it
-    // (§1.8 step 9): RoCE frames are delivered only then.
+    // (docs/hardware.md): RoCE frames are delivered only then.
     bool roce_receive_ready() const noexcept;
     std::size_t context_pages() const;
     std::vector<context_violation> context_violations() const;

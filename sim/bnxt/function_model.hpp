@@ -1,7 +1,8 @@
 #pragma once
 // A Broadcom BCM57508 (P5 "Thor") PCI function, as a vfio-user device: config space, BAR0 with
 // the HWRM channel, BAR2 doorbells, BAR4 with the MSI-X table and PBA, and a firmware thread
-// that runs HWRM requests (firmware.hpp). reference bnxt.md §1.1-§1.4, §4; DESIGN.md §4, §5.
+// that runs HWRM requests (firmware.hpp). bnxt_hsi.h and bnxt_hwrm.c; docs/architecture.md,
+// "The device model".
 //
 //   sim::bnxt::function_model fn;                         // or fn({.firmware = {...}})
 //   auto srv = sim::vfio_user::server::create(path, fn).value();

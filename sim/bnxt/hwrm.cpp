@@ -1,7 +1,7 @@
 // The HWRM channel of the bnxt firmware model: fetching a request from the window or by DMA
 // (short commands), the command table, the response DMA-written with its valid byte last, and
 // the function-level commands VER_GET, FUNC_RESET, FUNC_QCAPS, FUNC_QCFG, FUNC_DRV_RGTR/UNRGTR.
-// reference bnxt.md §1.2-§1.6; bnxt_hsi.h; the kernel's bnxt_hwrm.c __hwrm_send (what a driver
+// bnxt_hsi.h; the kernel's bnxt_hwrm.c __hwrm_send (what a driver
 // writes and polls), bnxt.c bnxt_hwrm_ver_get / bnxt_hwrm_func_qcaps / bnxt_hwrm_func_qcfg.
 #include <algorithm>
 #include <cstring>

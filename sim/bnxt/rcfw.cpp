@@ -1,4 +1,4 @@
-// The RoCE command channel of the bnxt firmware model ("Bono", reference bnxt.md §2): cmdq_init
+// The RoCE command channel of the bnxt firmware model ("Bono"; roce_hsi.h, qplib_rcfw.c): cmdq_init
 // in the BAR0 mailbox, the CMDQ producer and trigger, commands of cmd_size 16-byte slots read by
 // DMA, completions on the CREQ (an NQ ring made by HWRM RING_ALLOC) with the valid bit by pass,
 // side buffers. Commands: QUERY_VERSION, QUERY_FUNC, INITIALIZE_FW (P5: no context tables, the
@@ -217,7 +217,8 @@ std::vector<std::uint16_t> firmware::creq_vectors() {
     return {};
 }
 
-// The doorbell pages (DPIs) of BAR2 after the L2 doorbell area (reference §3.6).
+// The doorbell pages (DPIs) of BAR2 after the L2 doorbell area (bnxt_re main.c: l2_db_size;
+// qplib_res.c bnxt_qplib_alloc_dpi).
 std::uint32_t firmware::max_dpi() const noexcept {
     return static_cast<std::uint32_t>((_o.bar2_bytes - (std::uint64_t{_o.l2_doorbell_bar_size_kb} << 10)) / 4096);
 }
@@ -258,7 +259,7 @@ std::uint8_t firmware::rcfw_query_func(const abi::cmdq_base& base, vfio_user::dm
     sb.l2_db_space_size = static_cast<std::uint8_t>(_o.l2_doorbell_bar_size_kb / 4 - 1);
     sb.max_srq = static_cast<std::uint16_t>(std::min<std::uint32_t>(0xffff, area("SRQ")));
     sb.max_gid = _o.max_gid;
-    // the doorbell pages after the L2 area of BAR2 (reference §3.6)
+    // the doorbell pages after the L2 area of BAR2 (qplib_res.c bnxt_qplib_alloc_dpi)
     sb.max_dpi = max_dpi();
     const auto b = abi::to_bytes(sb);
     if (!dma->write(base.resp_addr, b)) {
@@ -278,7 +279,8 @@ std::uint8_t firmware::rcfw_initialize_fw(std::span<const std::byte> cmd, std::a
         return abi::CREQ_QP_EVENT_STATUS_INVALID_CMD;
     }
     if (!roce_backing_store()) {
-        // P5 RoCE context lives in the backing store (§1.7): too little of it, no RoCE
+        // P5 RoCE context lives in the backing store (bnxt.c bnxt_alloc_ctx_mem): too little of it,
+        // no RoCE
         return abi::CREQ_QP_EVENT_STATUS_RESOURCES;
     }
     if (!_stats.contains(in.stat_ctx_id)) {

@@ -1,4 +1,4 @@
-// MODIFY_QP of the bnxt firmware model (reference bnxt.md §2.6): the queue pair state machine of
+// MODIFY_QP of the bnxt firmware model (roce_hsi.h cmdq_modify_qp): the queue pair state machine of
 // IB spec 1.4 §10.3.1 (Figure 130) and its attribute table (§11.2.5.3, Table 93), as the kernel
 // checks it before a driver is asked (drivers/infiniband/core/verbs.c ib_modify_qp_is_ok), with
 // what the Bono firmware itself insists on, read from what bnxt_re does for it (qplib_fp.c

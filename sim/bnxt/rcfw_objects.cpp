@@ -1,14 +1,14 @@
-// The RoCE objects of the bnxt firmware model's command channel (reference bnxt.md §2.6,
+// The RoCE objects of the bnxt firmware model's command channel (roce_hsi.h,
 // roce_objects.hpp): CREATE_CQ / DESTROY_CQ, ALLOCATE_MRW / REGISTER_MR / DEREGISTER_MR /
 // DEALLOCATE_KEY, CREATE_QP / DESTROY_QP / QUERY_QP, and QP_ERROR_NOTIFICATION. MODIFY_QP's
 // state machine is rcfw_modify_qp.cpp. Sources: roce_hsi.h (the layouts), qplib_fp.c
 // (bnxt_qplib_create_cq, bnxt_qplib_create_qp), qplib_sp.c (bnxt_qplib_alloc_mrw,
 // bnxt_qplib_reg_mr, bnxt_qplib_free_mrw), ib_verbs.c (bnxt_re_get_dma_mr).
 //
-// Every object takes a context entry of its type (the backing store, §1.7) and the model writes
-// its record there (write_context): too little context memory is RESOURCES, context memory the
-// driver unmapped while the firmware owns it is a context violation (the ledger) and the
-// command completes HARDWARE_ERROR. Refusals, the model's judgement where the HSI is silent
+// Every object takes a context entry of its type (the backing store, bnxt.c bnxt_alloc_ctx_mem) and
+// the model writes its record there (write_context): too little context memory is RESOURCES,
+// context memory the driver unmapped while the firmware owns it is a context violation (the ledger)
+// and the command completes HARDWARE_ERROR. Refusals, the model's judgement where the HSI is silent
 // (docs/hardware.md): an id that names nothing, a field out of its range, a page table that is
 // not valid or not readable by the device: INVALID_PARAMETER; no free entry: RESOURCES.
 #include <algorithm>
@@ -27,9 +27,9 @@ using rig::abi::hex;
 namespace {
 
 constexpr std::uint64_t cqe_bytes = 32;         // cq_base (roce_hsi.h)
-constexpr std::uint64_t sq_wqe_bytes = 128;     // static mode: 8 slots a WQE (§3.2)
-constexpr std::uint64_t psn_entry_bytes = 16;   // sq_psn_search_ext (P5, §3.3)
-constexpr std::uint64_t rq_header_bytes = 32;   // rq_wqe_hdr (§3.4)
+constexpr std::uint64_t sq_wqe_bytes = 128;     // static mode: 8 slots a WQE (roce_hsi.h)
+constexpr std::uint64_t psn_entry_bytes = 16;   // roce_hsi.h sq_psn_search_ext (P5)
+constexpr std::uint64_t rq_header_bytes = 32;   // roce_hsi.h rq_wqe_hdr
 constexpr std::uint64_t sge_bytes = 16;
 constexpr std::uint32_t max_cqe = 0xfffff;      // QUERY_FUNC max_cqe
 constexpr std::uint32_t max_qp_wqes = 0xffff;   // QUERY_FUNC max_qp_wr
@@ -411,7 +411,7 @@ std::uint8_t firmware::rcfw_query_qp(std::span<const std::byte> cmd, vfio_user::
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
 
-// ---- the NIC's own word: QP_ERROR_NOTIFICATION (§2.4) ------------------------------------------
+// ---- the NIC's own word: QP_ERROR_NOTIFICATION (roce_hsi.h creq_*, qplib_rcfw.c) ----------------
 
 std::vector<std::uint16_t> firmware::rcfw_qp_error(std::uint32_t qpn, std::uint8_t req_reason, std::uint8_t res_reason,
                                                    std::uint16_t sq_cons, std::uint16_t rq_cons, vfio_user::dma_space* dma) {

@@ -1,7 +1,8 @@
 // The bnxt firmware model's resources: FUNC_RESOURCE_QCAPS and the FUNC_CFG reservations,
 // rings (RING_ALLOC/FREE: NQs for the CREQ and the RoCE NQs, and the L2 rings bnxt_en makes),
-// statistics contexts, VNICs, L2 filters (the port is port.cpp). reference bnxt.md §1.6, §1.8 step 9; bnxt_hsi.h; bnxt_re main.c bnxt_re_net_ring_alloc,
-// bnxt.c bnxt_hwrm_ring_alloc_send, __bnxt_hwrm_reserve_pf_rings, bnxt_hwrm_vnic_cfg.
+// statistics contexts, VNICs, L2 filters (the port is port.cpp). bnxt_hsi.h; bnxt_re main.c
+// bnxt_re_net_ring_alloc, bnxt.c bnxt_hwrm_ring_alloc_send, __bnxt_hwrm_reserve_pf_rings,
+// bnxt_hwrm_vnic_cfg.
 #include <algorithm>
 #include <bit>
 
@@ -16,7 +17,7 @@ using rig::abi::hex;
 using rig::abi::load_le;
 
 namespace {
-constexpr std::size_t ring_entry_bytes = 16;   // TX/RX BDs, completions, NQ entries (§3)
+constexpr std::size_t ring_entry_bytes = 16;   // TX/RX BDs, completions, NQ entries (bnxt_hsi.h)
 }  // namespace
 
 std::optional<std::uint64_t> ring::entry_address(std::uint32_t i) const {

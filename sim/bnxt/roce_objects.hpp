@@ -1,12 +1,12 @@
 #pragma once
-// The RoCE objects the bnxt firmware model keeps for the RoCE command channel (reference bnxt.md
-// §2.6): completion queues (CREATE_CQ), memory keys (ALLOCATE_MRW, REGISTER_MR) and queue pairs
+// The RoCE objects the bnxt firmware model keeps for the RoCE command channel (roce_hsi.h
+// cmdq_*): completion queues (CREATE_CQ), memory keys (ALLOCATE_MRW, REGISTER_MR) and queue pairs
 // (CREATE_QP, MODIFY_QP). A PD is no firmware object on bnxt: the driver numbers PDs itself
 // (qplib_res.c bnxt_qplib_alloc_pd) and the firmware only keeps the number.
 //
 // Ids are context entries: each object takes one entry of its context type's backing store
-// (FUNC_BACKING_STORE_CFG, §1.7) beyond the L2 entries, the model writes its context record
-// there, and the id names the entry:
+// (FUNC_BACKING_STORE_CFG, bnxt.c bnxt_alloc_ctx_mem) beyond the L2 entries, the model writes its
+// context record there, and the id names the entry:
 //   CQ id    = the CQ context entry (cq_max_l2_entries and up)
 //   QP id    = 1 for the GSI QP (bnxt_re's qp table keeps id 1 apart: qplib_fp.h
 //              map_qp_id_to_tbl_indx), RC and UD from 2; entry = qp L2 entries + id - 1
@@ -46,7 +46,7 @@ struct roce_key {
     std::uint32_t pd = 0;
     std::uint64_t handle = 0;
     bool registered = false;       // REGISTER_MR took it (MR and PMR only)
-    std::uint8_t access = 0;       // REGISTER_MR access (the MR encoding, §2.6)
+    std::uint8_t access = 0;       // REGISTER_MR access (the MR encoding, roce_hsi.h cmdq_*)
     std::uint64_t va = 0;
     std::uint64_t bytes = 0;
     queue_memory memory{};         // the registered pages (log2_pg_size)

@@ -1,5 +1,5 @@
 // Send and receive WQEs of a bnxt RC queue pair in static mode, as the card reads them
-// (reference bnxt.md §3.2, §3.4; roce_hsi.h sq_send_hdr, sq_rdma_hdr, sq_sge, rq_wqe_hdr;
+// (roce_hsi.h sq_send_hdr, sq_rdma_hdr, sq_sge, rq_wqe_hdr;
 // qplib_fp.c bnxt_qplib_post_send, bnxt_qplib_post_recv). The model parses what the driver
 // wrote, never what it meant: a field the card would refuse makes the entry complete with
 // LOCAL_QP_OPERATION_ERR and fails the queue pair (the RC engine's answer to a request with

@@ -1,6 +1,7 @@
 // The firmware's capability, vport and RoCE-address commands (firmware.hpp): QUERY_HCA_CAP,
 // SET_HCA_CAP, ACCESS_REG (HOST_ENDIANNESS), QUERY_VPORT_STATE, QUERY/MODIFY_NIC_VPORT_CONTEXT,
-// SET/QUERY_ROCE_ADDRESS. Reference mlx5.md §1.1 steps 11-17, §3.2, §3.3, §3.8.
+// SET/QUERY_ROCE_ADDRESS: as rdma-core's mlx5_vfio_alloc_context and the kernel's main.c
+// handle_hca_cap, vport.c and lib/gid.c send them.
 //
 // The capability set is a ConnectX-6 Dx as a RoCE RC driver sees it (Ethernet port, RoCE v2,
 // one port), with the limits the model enforces taken from firmware_options, so that a driver
@@ -32,7 +33,7 @@ std::uint64_t log2_within(std::uint64_t n, unsigned bits) {
 }
 
 // The fields a driver may change with SET_HCA_CAP, each to at most its MAX value (rdma-core
-// handle_hca_cap, kernel handle_hca_cap: reference §1.1 step 12-13, §3.3). Everything else in
+// mlx5_vfio.c set_hca_cap, kernel main.c handle_hca_cap). Everything else in
 // the page must come back exactly as QUERY_HCA_CAP(CUR) gave it.
 constexpr abi::field general_settable[] = {
     cap::cmdif_checksum,  cap::log_uar_page_sz, cap::uar_4k,           cap::mkey_by_name,
@@ -93,7 +94,7 @@ page firmware::general_max() const {
     abi::set<cap::max_num_eqs>(b, std::min<std::uint32_t>(objects, 0xffff));
     abi::set<cap::device_frequency_khz>(b, 1'000'000);
     // Command signatures: the engine can check and make them (cmdq.cpp); CUR starts disabled
-    // (reset_caps), as the kernel and rdma-core leave it (reference §2.5).
+    // (reset_caps), as the kernel and rdma-core leave it (both set cmdif_checksum 0).
     abi::set<cap::cmdif_checksum>(b, static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::enabled));
     // uar_4k, mkey_by_name, fast_teardown: 0 (the model does none of them)
     return p;
@@ -168,7 +169,7 @@ void firmware::query_hca_cap(call& c) {
 
 void firmware::set_hca_cap(call& c) {
     using In = ifc::set_hca_cap_in;
-    // Capabilities are set between ENABLE_HCA and INIT_HCA (reference §2.8)
+    // Capabilities are set between ENABLE_HCA and INIT_HCA (kernel main.c mlx5_function_enable)
     if (!c.sizes<In, ifc::set_hca_cap_out>() || !in_state(c, hca_state::enabled)) {
         return;
     }

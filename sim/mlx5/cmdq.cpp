@@ -1,10 +1,11 @@
-// The command-queue engine: what the firmware does when the doorbell rings (reference mlx5.md
-// §1.2, §2.3-2.7). The doorbell write only takes the slots; the firmware thread (firmware_loop)
-// runs them. For entry `slot`: read it from client memory, check it, gather the input (16 inline
-// bytes, then the input mailbox chain), check the output chain, run the command, scatter the
-// output, and hand the entry back: delivery status in status_own bits 7:1, ownership 0, that
-// byte written last. Then one CMD EQE names every slot handed back in the pass (§4.7) that
-// was issued while an EQ subscribed to the command event existed.
+// The command-queue engine: what the firmware does when the doorbell rings (kernel
+// mlx5/core/cmd.c, the driver's side of it). The doorbell write only takes the slots; the firmware
+// thread (firmware_loop) runs them. For entry `slot`: read it from client memory, check it, gather
+// the input (16 inline bytes, then the input mailbox chain), check the output chain, run the
+// command, scatter the output, and hand the entry back: delivery status in status_own bits 7:1,
+// ownership 0, that byte written last. Then one CMD EQE names every slot handed back in the pass
+// (kernel cmd.c mlx5_cmd_comp_handler) that was issued while an EQ subscribed to the command event
+// existed.
 //
 // Why at issue: nothing the device sees says whether the driver polls. The kernel's polling
 // mode (cmd.c cmd_work_handler, CMD_MODE_POLLING or ent->polling) differs from its event mode
@@ -16,7 +17,7 @@
 // after timeout (entry idx = 0)" and a reference dropped twice. So the firmware decides when
 // it takes the doorbell: a command issued before the EQ existed completes without an event.
 //
-// Signatures (§2.5; kernel cmd.c set_signature, calc_block_sig, verify_signature,
+// Signatures (kernel cmd.c set_signature, calc_block_sig, verify_signature,
 // verify_block_sig): the entry handed back is always signed (XOR of its 64 bytes = 0xff), as the
 // kernel signs every entry it submits. While CUR cmd_hca_cap.cmdif_checksum is ENABLED (set by
 // SET_HCA_CAP; MAX offers it, a reset turns it off) the engine also applies the kernel's verify
@@ -94,11 +95,12 @@ delivery_status walk_chain(vfio_user::dma_space& dma, std::uint64_t ptr, std::si
 
 // The firmware thread's idle back-off while it polls EQ doorbells: it starts short (a doorbell
 // is usually followed by another) and grows to about a millisecond, so an idle function costs
-// next to nothing on a shared two-core machine (DESIGN.md §5).
+// next to nothing on a shared two-core machine (docs/architecture.md, "Threads").
 constexpr std::chrono::microseconds min_backoff{20};
 constexpr std::chrono::microseconds max_backoff{1000};
 
-// CUR cmdif_checksum ENABLED: signatures are checked on input and made on output (§2.5).
+// CUR cmdif_checksum ENABLED: signatures are checked on input and made on output (kernel cmd.c
+// set_signature).
 bool checksums_on(const firmware& fw) {
     return abi::get<ifc::cmd_hca_cap::cmdif_checksum>(fw.general_caps()) ==
            static_cast<std::uint8_t>(ifc::cmdif_checksum_mode::enabled);
@@ -188,9 +190,9 @@ void function_model::mark_event_slot(unsigned slot, bool events) {
     }
 }
 
-// After a pass that handed entries back: one CMD EQE naming those issued in event mode (§1.2,
-// §4.7; the header comment), and the firmware's own page request once it has run enough
-// commands.
+// After a pass that handed entries back: one CMD EQE naming those issued in event mode (kernel
+// cmd.c mlx5_cmd_comp_handler; the header comment), and the firmware's own page request once it has
+// run enough commands.
 void function_model::handed_back(std::uint32_t vector) {
     if (vector == 0) {
         return;

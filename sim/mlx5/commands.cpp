@@ -172,7 +172,8 @@ void firmware::disable_hca(call& c) {
     _issi = 0;
     _disabled_with = held{pages_owned(), objects()};
     drop_objects();  // resource objects (objects.cpp)
-    // The kernel takes every page back before DISABLE_HCA (reference §1.5); pages still held
+    // The kernel takes every page back before DISABLE_HCA (main.c: mlx5_reclaim_startup_pages
+    // before mlx5_core_disable_hca); pages still held
     // here are lost to the driver's bookkeeping while a card might still use them: reported,
     // then dropped with the function's state.
     std::lock_guard g(_ledger->lock);
@@ -325,7 +326,8 @@ void firmware::init_hca(call& c) {
         return;
     }
     _state = hca_state::initialized;
-    // a new HCA session: RoCE off, GID table empty until the driver sets them (reference §3.8)
+    // a new HCA session: RoCE off, GID table empty until the driver sets them (the kernel's
+    // lib/gid.c and vport.c set them after INIT_HCA)
     _roce_en = false;
     _gids.assign(_options.gid_table_size, roce_addr{});
     _gid_valid.assign(_options.gid_table_size, false);

@@ -1,6 +1,7 @@
 // Completions of the data path: the RC engine's neutral completions written as CQE64s into the
-// driver's CQ buffers, and the COMP event of an armed CQ (reference mlx5.md §4.5, §4.6, §4.7;
-// rdma-core mlx5dv.h struct mlx5_cqe64 / mlx5_err_cqe, providers/mlx5/cq.c).
+// driver's CQ buffers, and the COMP event of an armed CQ (kernel device.h
+// struct mlx5_eqe, cq.h mlx5_cq_arm; rdma-core mlx5dv.h struct mlx5_cqe64 / mlx5_err_cqe,
+// providers/mlx5/cq.c).
 //
 // CQE n (the CQ's producer count) goes to slot n & (size - 1) with owner bit (n >> log_size) & 1:
 // the buffer starts software-owned with opcode INVALID, the first pass writes owner 0. The CQE is
@@ -156,7 +157,7 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
 }
 
 void datapath::signal(cq_slot& slot) {
-    slot.armed = false;  // one event per arm (§4.6)
+    slot.armed = false;  // one event per arm (kernel cq.h mlx5_cq_arm)
     auto eq = _fn._fw.eqs().find(slot.cq->eqn);
     if (eq == _fn._fw.eqs().end()) {
         return;

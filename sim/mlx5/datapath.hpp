@@ -1,7 +1,8 @@
 #pragma once
 // The data path of a ConnectX function model: doorbells, work entries and completions of the
 // function's RC queue pairs, carried by the family-neutral RC engine (sim/roce) over a wire
-// (reference mlx5.md §4.1-§4.6; DESIGN.md §4, §6).
+// (rdma-core mlx5dv.h and providers/mlx5; docs/architecture.md, "The device model", "Hot path
+// rules").
 //
 // The wire's model core (sim/roce/model_core.hpp), one thread for every function of the wire,
 // runs passes of this function's data path, one per round (step). Each pass holds the function

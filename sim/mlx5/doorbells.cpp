@@ -1,6 +1,7 @@
 // The data path's doorbells and work entries: the UAR pages polled (BlueFlame registers, CQ arm
 // doorbells), the QP doorbell records read, and new send and receive WQEs fetched from the QP
-// buffer into the rc_qp (reference mlx5.md §4.1-§4.4, §4.6; datapath.hpp).
+// buffer into the rc_qp (rdma-core providers/mlx5/qp.c post_send_db, mlx5_post_recv; cq.c
+// mlx5_arm_cq; datapath.hpp).
 #include <algorithm>
 #include <atomic>
 
@@ -20,7 +21,8 @@ namespace {
 namespace db = rig::mlx5::abi;
 using rig::abi::load_be;
 
-// cmd_hca_cap.log_bf_reg_size is 9 (caps.cpp): 512-byte bfregs of two 256-byte halves (§4.1)
+// cmd_hca_cap.log_bf_reg_size is 9 (caps.cpp): 512-byte bfregs of two 256-byte halves (rdma-core
+// mlx5.h, qp.c)
 constexpr std::uint32_t log_bf_reg_size = 9;
 constexpr std::size_t bf_half = std::size_t{1} << (log_bf_reg_size - 1);
 

@@ -1,5 +1,6 @@
 // The event engine: EQEs written into the driver's event queues, the MSI-X vector of an armed
-// EQ, and the EQ doorbells in the UAR pages (reference mlx5.md §4.1, §4.7, §1.2, §1.4).
+// EQ, and the EQ doorbells in the UAR pages (kernel eq.c, device.h struct mlx5_eqe;
+// rdma-core mlx5_vfio.c).
 //
 // An EQ (eq_object, created by CREATE_EQ in objects.cpp) is a ring of 2^log_eq_size 64-byte
 // EQEs in client memory. The firmware writes entry `pi & (nent - 1)` with owner bit
@@ -37,13 +38,13 @@ namespace ifc = rig::mlx5::ifc;
 namespace vu = rig::sim::vfio_user;
 
 namespace {
-constexpr std::size_t eq_arm_doorbell = ::rig::mlx5::abi::uar::eq_doorbell_arm;        // update CI and arm (§4.1)
+constexpr std::size_t eq_arm_doorbell = ::rig::mlx5::abi::uar::eq_doorbell_arm;        // update CI and arm (lib/eq.h)
 constexpr std::size_t eq_update_doorbell = ::rig::mlx5::abi::uar::eq_doorbell_no_arm;  // update CI only
 constexpr std::uint32_t doorbell_unwritten = 0xffffffffu;
 constexpr std::uint32_t ci_mask = 0xffffff;  // the doorbell carries 24 bits of consumer index
 constexpr std::size_t eqe_bytes = ifc::eqe::size_bytes;
 constexpr auto health_async_eq_overrun =
-    static_cast<std::uint8_t>(ifc::init_seg::health_syndrome::asynchronous_eq_buf_overrun);  // 0xc, §1.4
+    static_cast<std::uint8_t>(ifc::init_seg::health_syndrome::asynchronous_eq_buf_overrun);  // 0xc (health.c)
 
 std::uint8_t as_u8(ifc::event_type t) {
     return static_cast<std::uint8_t>(t);
@@ -95,7 +96,7 @@ bool function_model::post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t s
     if (used() >= nent) {
         poll_eq_doorbells();  // the driver may have consumed since the last look
         if (used() >= nent) {
-            // the next EQE would overwrite one the driver has not consumed (§1.4: 0xc)
+            // the next EQE would overwrite one the driver has not consumed (kernel health.c: 0xc)
             log().error("mlx5: EQ {} overrun (producer {:#x}, consumer {:#x}, {} entries)", eq.eqn,
                         eq.producer_index, eq.consumer_index, nent);
             fatal_locked(health_async_eq_overrun, 0);
@@ -129,7 +130,7 @@ bool function_model::post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t s
     _kicked = true;  // the driver answers events with doorbells: poll at the short interval again
     _wake.notify_one();
     if (eq.armed) {
-        eq.armed = false;  // one interrupt per arm (§4.7)
+        eq.armed = false;  // one interrupt per arm (kernel lib/eq.h eq_update_ci)
         ++_interrupts;
         _server->trigger(vu::irq::msix, eq.intr);
     }

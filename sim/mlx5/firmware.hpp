@@ -1,8 +1,8 @@
 #pragma once
 // The firmware of a ConnectX function model: the semantics of the commands the command queue
-// delivers (reference mlx5.md §2.6, §3.2, §7.2). Transport-free: the command engine (cmdq.cpp)
-// gathers a command's input from the queue entry and its mailboxes, calls execute(), and
-// scatters the output back.
+// delivers (mlx5_ifc.h; statuses and syndromes as the kernel's cmd.c names them). Transport-free:
+// the command engine (cmdq.cpp) gathers a command's input from the queue entry and its mailboxes,
+// calls execute(), and scatters the output back.
 //
 // Implemented: NOP, ENABLE_HCA, DISABLE_HCA, QUERY_ISSI, SET_ISSI, QUERY_PAGES, MANAGE_PAGES,
 // INIT_HCA, TEARDOWN_HCA, QUERY_ADAPTER; resource objects (objects.cpp, qp.cpp): ALLOC/DEALLOC_UAR and _PD,
@@ -35,7 +35,8 @@
 
 namespace rig::sim::mlx5 {
 
-// The function's state, as the firmware sees it (reference §2.8: ENABLE_HCA, pages, INIT_HCA).
+// The function's state, as the firmware sees it (kernel main.c mlx5_function_enable: ENABLE_HCA,
+// pages, INIT_HCA).
 enum class hca_state : std::uint8_t {
     disabled,     // after reset and DISABLE_HCA
     enabled,      // after ENABLE_HCA, and after TEARDOWN_HCA
@@ -54,11 +55,11 @@ struct firmware_options {
     // frames; 9000 lets a driver choose RoCE path MTU 4096 (1500 would give 1024).
     std::uint16_t port_mtu = 9000;
     std::uint16_t gid_table_size = 256;  // cmd_hca_cap.gid_table_size = roce_address_table_size
-    std::uint8_t log_max_msg = 31;       // messages up to 2^31 bytes (DESIGN.md §2)
+    std::uint8_t log_max_msg = 31;       // messages up to 2^31 bytes (docs/guide.md)
     std::uint8_t log_max_ra_req_qp = 4;  // 16 outstanding RDMA READs per QP, as ConnectX
     std::uint8_t log_max_ra_res_qp = 4;
     // ---- resource objects ----
-    // UAR k is BAR0 page k. The init segment is not two pages, as reference §4.1 says: the
+    // UAR k is BAR0 page k. The init segment is more than its first page or two: the
     // kernel's struct mlx5_init_seg runs to clr_intx at 0x200c, and mlx5_ifc.h's initial_seg
     // is 0x400c bytes (pages 0-4). ALLOC_UAR hands out first_uar_page .. + uar_pages - 1, the
     // lowest free one first: a driver's first UAR is the function model's trapped page.
@@ -110,7 +111,7 @@ constexpr std::uint32_t syndrome_of(std::uint16_t opcode, failure why) noexcept 
 }
 
 // ---- capabilities, vport, RoCE address (caps.cpp) ----
-// One GID table entry as SET_ROCE_ADDRESS wrote it (roce_addr_layout, reference §3.8).
+// One GID table entry as SET_ROCE_ADDRESS wrote it (mlx5_ifc.h roce_addr_layout).
 struct roce_addr {
     std::array<std::uint8_t, 16> gid{};  // source_l3_address
     std::array<std::uint8_t, 6> mac{};   // source_mac_47_32 / 31_0

@@ -1,8 +1,8 @@
 #pragma once
 // A ConnectX function, as a vfio-user device: PCI identity with an MSI-X capability, BAR0 with
 // the initialization segment, UAR pages and the MSI-X table, a firmware thread that runs the
-// command queue, and the event engine that writes EQEs and raises MSI-X vectors (reference
-// mlx5.md §1.2, §2, §4.1, §4.7, §5, §7.2; DESIGN.md §4, §5).
+// command queue, and the event engine that writes EQEs and raises MSI-X vectors (the kernel's
+// include/linux/mlx5/device.h and mlx5_ifc.h; docs/architecture.md, "The device model").
 //
 //   sim::mlx5::function_model fn;
 //   auto srv = sim::vfio_user::server::create(path, fn).value();
@@ -18,8 +18,9 @@
 // the function as VFIO_USER_DEVICE_RESET does); vendor-specific (0x09) at 0xc0, the gateway of
 // the kernel's pci_vsc.c (vsc.hpp). No extended capability: 0x100 reads 0.
 //
-// BAR0, 4 KiB pages (UAR k is page k, reference §4.1 with log_uar_page_sz 0):
-//  - pages 0 .. first_uar_page-1: the initialization segment (§2.1), trapped;
+// BAR0, 4 KiB pages (UAR k is page k with log_uar_page_sz 0: kernel uar.c uar2pfn):
+//  - pages 0 .. first_uar_page-1: the initialization segment (device.h struct mlx5_init_seg),
+// trapped;
 //  - pages first_uar_page .. first_uar_page + uar_pages - 1: UAR pages. The first
 //    trapped_uar_pages of them are trapped (every write arrives, in order: EQ doorbells applied
 //    at once, other registers stored as a mapped write would be); the others are shared memory
@@ -27,8 +28,8 @@
 //  - the last pages (layout_of()): the MSI-X table (16 bytes a vector, rounded up to a page),
 //    then the PBA (one page), trapped. They sit at the end of BAR0 so that they never meet a
 //    UAR page. The table is plain trapped storage (sim/pci/msix.hpp): a vfio-user server does
-//    not see vector programming, the client wires vectors with SET_IRQS (vfio-and-vfio-user.md
-//    §1.7);
+//    not see vector programming, the client wires vectors with SET_IRQS (QEMU
+//    docs/interop/vfio-user.rst, "VFIO_USER_DEVICE_SET_IRQS");
 //  - the rest reads 0 and ignores writes.
 // Init segment: initializing (0x1fc bit 31) reads 1 for options.init_time after construction or
 // reset; health_counter (0x1010) advances on every read of it until the firmware fails; the
@@ -36,14 +37,15 @@
 // internal_timer (0x1000, device.h) counts nanoseconds (device_frequency_khz 1 GHz);
 // cmdq_addr_h / cmdq_addr_l_sz take the queue's address.
 //
-// Commands (§1.2, §2.7): a write of a slot vector to the doorbell (0x18) queues those slots and
-// returns; the firmware thread runs them (after options.command_latency), writes the outputs,
-// hands each entry back (ownership written last) and posts one CMD EQE whose vector names the
-// slots it handed back that were issued while an EQ subscribed to CMD (0x0a) existed (a
-// command issued before, such as the CREATE_EQ that makes the command EQ, gets none: cmdq.cpp). Doorbells rung while
-// initializing are ignored. Exception: a queue in memory the client announced without an fd is
-// reached only by VFIO_USER_DMA_READ/WRITE, which the protocol allows only while the client
-// waits for a reply; such a command runs inside the doorbell write, as before.
+// Commands (rdma-core mlx5_vfio.c; kernel cmd.c): a write of a slot vector to the doorbell (0x18)
+// queues those slots and returns; the firmware thread runs them (after options.command_latency),
+// writes the outputs, hands each entry back (ownership written last) and posts one CMD EQE whose
+// vector names the slots it handed back that were issued while an EQ subscribed to CMD (0x0a)
+// existed (a command issued before, such as the CREATE_EQ that makes the command EQ, gets none:
+// cmdq.cpp). Doorbells rung while initializing are ignored. Exception: a queue in memory the client
+// announced without an fd is reached only by VFIO_USER_DMA_READ/WRITE, which the protocol allows
+// only while the client waits for a reply; such a command runs inside the doorbell write, as
+// before.
 //
 // Faults (test hooks here, rig-nicsim options through sim/family.hpp; the plan's neutral form
 // and its parse are sim/pci/fault_plan.hpp's): fatal(synd), silence()/resume(),
@@ -106,7 +108,7 @@ struct fault_plan {
     using kind = pci::fault_kind;
     kind what = kind::none;
     std::uint32_t after_commands = 0;
-    std::uint8_t health_syndrome = 0x01;  // fatal: FW internal error (§1.4)
+    std::uint8_t health_syndrome = 0x01;  // fatal: FW internal error (kernel health.c)
     std::uint16_t opcode = 0;             // fail_command
     rig::mlx5::ifc::cmd_status status = rig::mlx5::ifc::cmd_status::bad_param_err;
     std::uint32_t syndrome = 0;
@@ -155,7 +157,8 @@ struct function_options {
     // How long the firmware takes over each command before handing the entry back.
     std::chrono::microseconds command_latency{0};
     // After this many commands (0: never) the firmware asks for page_request_pages more pages
-    // (negative: gives that many back) by a PAGE_REQUEST event, once per reset (§1.2).
+    // (negative: gives that many back) by a PAGE_REQUEST event, once per reset (kernel pagealloc.c
+    // req_pages_handler).
     std::uint32_t page_request_after = 0;
     std::int32_t page_request_pages = 0;
     fault_plan fault;

@@ -1,6 +1,6 @@
 // The function's PCI face: config space with its MSI-X capability, BAR0 (initialization
 // segment, UAR pages, MSI-X table), health buffer, reset and the fault hooks
-// (function_model.hpp; reference mlx5.md §2.1, §2.2, §4.1, §5).
+// (function_model.hpp; kernel device.h struct mlx5_init_seg and health_buffer, uar.c).
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -19,7 +19,7 @@ using iseg = ifc::initial_seg;
 
 namespace {
 
-constexpr std::uint64_t internal_timer_at = 0x1000;  // §2.1
+constexpr std::uint64_t internal_timer_at = 0x1000;  // kernel device.h struct mlx5_init_seg
 
 // The byte offset of the dword that holds register field f, and f inside that dword.
 constexpr std::uint64_t dword_of(abi::field f) { return f.off / 32 * 4; }
@@ -128,7 +128,8 @@ vu::region_desc function_model::region(unsigned index) {
         d.size = _options.bar0_size;
         d.readable = d.writable = true;
         // The UAR pages past the trapped ones are shared: doorbells there cost no message
-        // (reference §4.1; the data path rings them millions of times a second). Everything
+        // (a card maps them straight to the process too; the data path rings them millions of
+        // times a second). Everything
         // else stays trapped.
         d.fd = _bar0.fd();
         d.fd_offset = 0;
@@ -161,7 +162,7 @@ void function_model::refresh_iseg() {
 bool function_model::read(unsigned region, std::uint64_t offset, std::span<std::byte> out) {
     std::lock_guard g(_lock);
     if (_dead) {
-        // a function that fell off the bus: every read completes with all ones (§1.4)
+        // a function that fell off the bus: every read completes with all ones (kernel health.c)
         std::fill(out.begin(), out.end(), std::byte{0xff});
         return true;
     }
@@ -303,7 +304,8 @@ void function_model::reset_locked() {
     abi::set<iseg::log_cmdq_size>(_iseg, _options.log_cmdq_size);
     abi::set<iseg::log_cmdq_stride>(_iseg, _options.log_cmdq_stride);
     // health.fw_ver: the model's encoding of its version (major.minor.subminor in 8.8.16 bits);
-    // what matters to a driver is that it is not 0xffffffff while the function lives (§1.4).
+    // what matters to a driver is that it is not 0xffffffff while the function lives (kernel
+    // health.c).
     constexpr auto h = iseg::health_buffer;
     abi::set(_iseg, h(ifc::health_buffer::fw_version),
              std::uint64_t{_options.fw_rev_major & 0xffu} << 24 | std::uint64_t{_options.fw_rev_minor & 0xffu} << 16 |

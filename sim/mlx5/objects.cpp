@@ -1,5 +1,5 @@
 // The firmware's resource commands (firmware.hpp): ALLOC/DEALLOC_UAR, ALLOC/DEALLOC_PD,
-// CREATE/DESTROY_MKEY, CREATE/DESTROY_EQ, CREATE/DESTROY_CQ (reference mlx5.md §3.4, §3.5),
+// CREATE/DESTROY_MKEY, CREATE/DESTROY_EQ, CREATE/DESTROY_CQ (mlx5_ifc.h),
 // and the key translation the data path asks for. The QP commands are in qp.cpp.
 //
 // Statuses, as a card gives them (the kernel logs these as "bad resource state(0x9)" for a
@@ -125,7 +125,7 @@ void firmware::dealloc_pd(call& c) {
     });
 }
 
-// ---- MKEY (§1.3, §3.4) ----------------------------------------------------------------------
+// ---- MKEY (rdma-core mlx5_vfio.c mlx5_vfio_reg_mr, mlx5_ifc.h) ----------------------------------
 
 void firmware::create_mkey(call& c) {
     using In = ifc::create_mkey_in;
@@ -147,7 +147,7 @@ void firmware::create_mkey(call& c) {
                                          (c.get(mkc(ifc::mkc::rw)) != 0 ? mkey_right::remote_write : 0) |
                                          (c.get(mkc(ifc::mkc::a)) != 0 ? mkey_right::atomic : 0));
     const auto mode = static_cast<ifc::mkc_access_mode>(m.access_mode);
-    // Modelled: PA and MTT keys of a PD, not bound to a QP (qpn 0xffffff, §3.4), created
+    // Modelled: PA and MTT keys of a PD, not bound to a QP (qpn 0xffffff, mlx5_ifc.h), created
     // valid (free = 0), without UMEM. KLM/KSM/UMR keys get BAD_PARAM_ERR here.
     if ((mode != ifc::mkc_access_mode::pa && mode != ifc::mkc_access_mode::mtt) ||
         c.get(mkc(ifc::mkc::free)) != 0 || c.get(mkc(ifc::mkc::qpn)) != 0xffffff ||
@@ -262,7 +262,7 @@ bool firmware::mkey_translate(std::uint32_t key, std::uint64_t va, std::size_t l
     return true;
 }
 
-// ---- EQ (§3.5) ------------------------------------------------------------------------------
+// ---- EQ (mlx5_ifc.h; kernel eq.c) ---------------------------------------------------------------
 
 void firmware::create_eq(call& c) {
     using In = ifc::create_eq_in;
@@ -317,7 +317,7 @@ const eq_object* firmware::eq(std::uint32_t eqn) const {
     return it != _eqs.end() ? &it->second : nullptr;
 }
 
-// ---- CQ (§3.5, §4.2) ------------------------------------------------------------------------
+// ---- CQ (mlx5_ifc.h; kernel cq.c; rdma-core cq.c) -----------------------------------------------
 
 void firmware::create_cq(call& c) {
     using In = ifc::create_cq_in;

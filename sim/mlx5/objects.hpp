@@ -1,5 +1,5 @@
 #pragma once
-// The resource objects the firmware model keeps (reference mlx5.md §3.4-§3.7): UARs, protection
+// The resource objects the firmware model keeps (mlx5_ifc.h's commands): UARs, protection
 // domains, memory keys, event queues, completion queues and queue pairs, as the commands
 // created them. The data path (transport engine, event engine) reads them through the
 // firmware's accessors (firmware.hpp); only the firmware's command code changes them, except
@@ -17,7 +17,7 @@ namespace rig::sim::mlx5 {
 
 namespace ifc = rig::mlx5::ifc;
 
-// ---- memory keys (§1.3, §3.4) -----------------------------------------------------------
+// ---- memory keys (rdma-core mlx5_vfio.c mlx5_vfio_reg_mr, mlx5_ifc.h) ---------------------------
 // The rights an access needs, as bits: mkc lr/lw/rr/rw/a.
 namespace mkey_right {
 inline constexpr std::uint8_t local_read = 1u << 0;
@@ -46,7 +46,7 @@ struct dma_segment {
     std::size_t len = 0;
 };
 
-// ---- event and completion queues (§3.5) -------------------------------------------------
+// ---- event and completion queues (mlx5_ifc.h; kernel eq.c, cq.c) --------------------------------
 struct eq_object {
     std::uint32_t eqn = 0;
     std::uint8_t log_eq_size = 0;   // 2^log_eq_size EQEs of 64 bytes
@@ -80,7 +80,7 @@ struct cq_object {
     std::uint32_t producer_index = 0;
 };
 
-// ---- queue pairs (§3.6, §3.7) -----------------------------------------------------------
+// ---- queue pairs (mlx5_ifc.h; kernel hw/mlx5/qp.c) ----------------------------------------------
 struct qp_object {
     std::uint32_t qpn = 0;
     ifc::qpc_state state = ifc::qpc_state::rst;
@@ -107,7 +107,7 @@ struct qp_object {
     std::size_t sq_bytes() const noexcept { return std::size_t{64} << log_sq_size; }
 };
 
-// ---- queue buffers (§3.5, §3.6) -------------------------------------------------------------
+// ---- queue buffers (mlx5_ifc.h; kernel cq.c, hw/mlx5/qp.c) --------------------------------------
 // Where byte `offset` of an EQ, CQ or QP buffer lies in device memory. The buffer is given by a
 // page list (CREATE_EQ/CQ/QP pas): pages of 4 KiB << log_page_size, the buffer starting
 // page_offset bytes into the first. Pages are a power of two, so a shift and a mask find the

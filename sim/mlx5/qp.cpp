@@ -1,10 +1,10 @@
 // The firmware's queue-pair commands (firmware.hpp): CREATE_QP, DESTROY_QP, the modify
-// commands RST2INIT .. RTS2RTS, 2ERR, 2RST, and QUERY_QP, for RC over RoCE (reference mlx5.md
-// §3.6, §3.7).
+// commands RST2INIT .. RTS2RTS, 2ERR, 2RST, and QUERY_QP, for RC over RoCE (mlx5_ifc.h;
+// the kernel's drivers/infiniband/hw/mlx5/qp.c).
 //
-// The state machine is the kernel's optab (K-IB qp.c, §3.7): RST->INIT, INIT->INIT, INIT->RTR,
-// RTR->RTS, RTS->RTS, SQER->RTS, SQD->RTS, and from every state ->ERR and ->RST. Any other
-// modify gets BAD_QP_STATE_ERR. A transition copies into the stored context the fields it
+// The state machine is the kernel's optab (drivers/infiniband/hw/mlx5/qp.c): RST->INIT, INIT->INIT,
+// INIT->RTR, RTR->RTS, RTS->RTS, SQER->RTS, SQD->RTS, and from every state ->ERR and ->RST. Any
+// other modify gets BAD_QP_STATE_ERR. A transition copies into the stored context the fields it
 // takes (mandatory ones always, optional ones when their opt_param_mask bit is set; a bit the
 // transition does not take is BAD_PARAM_ERR), after checking them: a required field that is
 // absent (0 where 0 means nothing) or outside the capabilities is BAD_PARAM_ERR, and the QP is
@@ -42,8 +42,8 @@ struct transition {
     bool any_state;   // 2ERR, 2RST
     qpc_state from;
     qpc_state to;
-    // opt_param_mask bits it takes: the kernel's opt_mask table (§3.7) less ALT_ADDR_PATH
-    // (alternate paths are not modelled, so asking for one is BAD_PARAM_ERR)
+    // opt_param_mask bits it takes: the kernel's opt_mask table (kernel hw/mlx5/qp.c) less
+    // ALT_ADDR_PATH (alternate paths are not modelled, so asking for one is BAD_PARAM_ERR)
     std::uint32_t optional;
 };
 
@@ -76,7 +76,7 @@ void copy_field(std::span<std::byte> qpc, std::span<const std::byte> in, abi::fi
 
 }  // namespace
 
-// ---- CREATE_QP (§3.6) -----------------------------------------------------------------------
+// ---- CREATE_QP (mlx5_ifc.h; kernel hw/mlx5/qp.c) ------------------------------------------------
 
 void firmware::create_qp(call& c) {
     using In = ifc::create_qp_in;
@@ -124,7 +124,8 @@ void firmware::create_qp(call& c) {
         c.fail(cmd_status::bad_param_err, failure::page_not_mapped);
         return;
     }
-    // One buffer: the RQ at 0, the SQ after it (K-IB qp->sq.offset = rq.wqe_cnt << rq.wqe_shift).
+    // One buffer: the RQ at 0, the SQ after it (kernel hw/mlx5/qp.c: qp->sq.offset = rq.wqe_cnt <<
+    // rq.wqe_shift).
     const std::size_t bytes = q.rq_bytes() + (no_sq ? 0 : q.sq_bytes());
     if (!queue_pages(c, q.log_page_size, q.page_offset, bytes, &ifc::pas_entry<In>, q.pas)) {
         return;
@@ -156,7 +157,7 @@ const qp_object* firmware::qp(std::uint32_t qpn) const {
     return it != _qps.end() ? &it->second : nullptr;
 }
 
-// ---- the transitions (§3.7) -----------------------------------------------------------------
+// ---- the transitions (kernel hw/mlx5/qp.c) ------------------------------------------------------
 
 void firmware::modify_qp(call& c) {
     const auto op = static_cast<ifc::opcode>(c.opcode);

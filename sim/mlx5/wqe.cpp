@@ -1,5 +1,5 @@
-// Send and receive WQEs of an RC queue pair, as the card reads them (reference mlx5.md §4.3,
-// §4.4; rdma-core mlx5dv.h struct mlx5_wqe_ctrl_seg, mlx5_wqe_raddr_seg, mlx5_wqe_data_seg,
+// Send and receive WQEs of an RC queue pair, as the card reads them (rdma-core
+// mlx5dv.h struct mlx5_wqe_ctrl_seg, mlx5_wqe_raddr_seg, mlx5_wqe_data_seg,
 // mlx5_wqe_inline_seg). The model parses what the driver wrote, never what it meant: a field
 // the card would refuse makes the entry complete with a local QP operation error.
 #include <cstring>

@@ -10,7 +10,7 @@
 //
 // Over vfio-user the table is plain storage: the server sees no vector programming, the client
 // wires each vector to an eventfd with VFIO_USER_DEVICE_SET_IRQS and masks it there
-// (reference/vfio-and-vfio-user.md §1.7; QEMU's vfio-user-pci emulates the table itself). So a
+// (QEMU docs/interop/vfio-user.rst; QEMU's vfio-user-pci emulates the table itself). So a
 // vector is raised through the server's irq path (vfio_user::server::trigger), which delivers
 // it to the eventfd the client gave, or drops it when there is none; the table's mask bits and
 // the capability's enable/function mask are the client's, readable here for a family that

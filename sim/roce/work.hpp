@@ -2,8 +2,8 @@
 // Work requests and completions of the RC engine, family-neutral: a NIC model parses its own
 // work entries (mlx5 WQEs, bnxt SQEs) into these and writes its own completion entries (CQEs)
 // from the completions. Statuses are named after IB's work completion statuses (verbs'
-// ibv_wc_status), which both families' syndromes map onto (mlx5: reference/mlx5.md, the error
-// CQE syndromes mapped by rdma-core's mlx5_handle_error_cqe).
+// ibv_wc_status), which both families' syndromes map onto (mlx5: the error
+// CQE syndromes mapped by rdma-core's providers/mlx5/cq.c mlx5_handle_error_cqe).
 #include <array>
 #include <cstddef>
 #include <cstdint>

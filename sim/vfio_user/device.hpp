@@ -1,7 +1,8 @@
 #pragma once
 // What a device model (the mlx5 and bnxt function models) gives the vfio-user server: its
 // regions, interrupts and reset. The server speaks the protocol; the device only sees accesses.
-// reference/vfio-and-vfio-user.md §1.5 (regions, sparse mmap), §1.7 (IRQs), §1.8 (reset).
+// QEMU docs/interop/vfio-user.rst: VFIO_USER_DEVICE_GET_REGION_INFO (regions, sparse mmap),
+// VFIO_USER_DEVICE_GET_IRQ_INFO / SET_IRQS (IRQs), VFIO_USER_DEVICE_RESET (reset).
 //
 // Regions are indexed as in vfio-pci: BAR0-5 = 0-5, ROM = 6, configuration space = 7, VGA = 8.
 // A region's pages are either *shared* (a memfd the client maps; the device polls them, spec

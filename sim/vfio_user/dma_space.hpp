@@ -1,6 +1,6 @@
 #pragma once
 // The model's IOMMU: how a device model reaches the client's memory by IOVA, and only the memory
-// the client mapped. reference/vfio-and-vfio-user.md §1.6; spec "VFIO_USER_DMA_MAP/UNMAP",
+// the client mapped. QEMU docs/interop/vfio-user.rst, "VFIO_USER_DMA_MAP/UNMAP",
 // "VFIO_USER_DMA_READ/WRITE".
 //
 // A window announced with an fd is served from its file's one mapping (dma_files.hpp: each file

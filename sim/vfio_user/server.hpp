@@ -1,7 +1,7 @@
 #pragma once
 // A vfio-user server for one device model: owns the listening socket, serves one client at a
 // time and several one after another, on its own thread. Protocol: QEMU's
-// docs/interop/vfio-user.rst; reference/vfio-and-vfio-user.md §1.
+// docs/interop/vfio-user.rst.
 //
 //   my_model dev;
 //   auto srv = server::create("/run/rig/mlx5-0.sock", dev).value();

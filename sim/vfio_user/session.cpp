@@ -351,7 +351,8 @@ void session::irq_info(const message& m) {
     reply(m, bytes_of(out));
 }
 
-// spec "VFIO_USER_DEVICE_SET_IRQS" (reference §1.7). One data kind and one action per message.
+// spec "VFIO_USER_DEVICE_SET_IRQS" (QEMU docs/interop/vfio-user.rst). One data kind and one action
+// per message.
 void session::set_irqs(message& m) {
     const auto req = abi::decode<abi::irq_set>(m.payload);
     if (!req || req->argsz < sizeof(abi::irq_set) || req->index >= irq_kind_count) {

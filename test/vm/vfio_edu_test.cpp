@@ -14,7 +14,8 @@
 // QEMU's edu (hw/misc/edu.c): BAR0 registers 0x00 id (0x010000ed), 0x04 liveness (reads back
 // ~x), 0x24 interrupt status, 0x60 raise, 0x64 acknowledge, 0x80 DMA source, 0x88 DMA
 // destination, 0x90 DMA count, 0x98 DMA command (1 run, 2 edu->RAM, 4 interrupt on completion);
-// its DMA buffer is at 0x40000. Facts from reference/vm-test.md:
+// its DMA buffer is at 0x40000. Facts of QEMU 7.2's edu.c (edu_check_range, the dma_mask
+// property, the DMA timer) and of vfio-pci:
 //  - a DMA must end strictly below 0x41000, or QEMU 7.2 aborts the whole VM: 2048 bytes here;
 //  - edu's DMA mask is 28 bits (RAM-side addresses are silently clamped): dma_limit below;
 //  - a DMA completes on a 100 ms virtual-time timer: poll the run bit;

@@ -1,12 +1,12 @@
 #pragma once
 // One end of a vfio-user socket, client's or server's: whole messages in and out, with their
 // fds, and every wait bounded by a deadline and, where the caller has one, cut short by a wake
-// fd. AF_UNIX SOCK_STREAM, fds as SCM_RIGHTS (spec "Socket", reference/vfio-and-vfio-user.md
-// §1.1, §1.9).
+// fd. AF_UNIX SOCK_STREAM, fds as SCM_RIGHTS (spec "Socket"; QEMU
+// docs/interop/vfio-user.rst).
 //
 // The driver's client (driver/vfio_user/) and the model's server (sim/vfio_user/) both use this
-// file; the dependency rule (DESIGN.md §1) keeps each from the other, and abi/ does no I/O. The
-// wire format itself is abi/vfio_user/protocol.hpp.
+// file; the dependency rule (docs/architecture.md) keeps each from the other, and abi/ does no I/O.
+// The wire format itself is abi/vfio_user/protocol.hpp.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

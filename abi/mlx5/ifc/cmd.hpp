@@ -2,10 +2,10 @@
 // The common header of every firmware command, the command opcodes and the command statuses.
 //
 // Every `*_in` of mlx5_ifc.h starts with opcode (DW0[31:16]), uid (DW0[15:0]) and op_mod
-// (DW1[15:0]); every `*_out` with status (DW0[31:24]) and syndrome (DW1) (reference mlx5.md
-// §2.6). rdma-core's copy of mlx5_ifc.h names these two headers mbox_in and mbox_out; the kernel's
-// copy has no such struct, so the tests pin them to kernel structs that are exactly the header
-// and nothing else: alloc_pd_in (opcode, uid, op_mod) and dealloc_pd_out (status, syndrome),
+// (DW1[15:0]); every `*_out` with status (DW0[31:24]) and syndrome (DW1) (kernel cmd.c
+// mlx5_cmd_check). rdma-core's copy of mlx5_ifc.h names these two headers mbox_in and mbox_out; the
+// kernel's copy has no such struct, so the tests pin them to kernel structs that are exactly the
+// header and nothing else: alloc_pd_in (opcode, uid, op_mod) and dealloc_pd_out (status, syndrome),
 // both 16 bytes (see abi/mlx5/ifc.hpp).
 #include <array>
 #include <cstddef>
@@ -50,7 +50,8 @@ constexpr std::size_t length_with_pas(std::size_t n) noexcept {
 // ---- opcodes (mlx5_ifc.h enum MLX5_CMD_OP_*) ------------------------------------------------
 // X(our name, kernel suffix after MLX5_CMD_OP_, value). The kernel suffix is what to_string
 // returns (as the kernel's mlx5_command_str prints it) and what the tests pin the value to.
-// Listed: every command of reference §3.1 and the few neighbours a driver or model may meet.
+// Listed: every command Rig or the kernel's bring-up sends (mlx5_ifc.h MLX5_CMD_OP_*) and the few
+// neighbours a driver or model may meet.
 #define RIG_MLX5_OPCODES(X)                                         \
     X(query_hca_cap,              QUERY_HCA_CAP,              0x100) \
     X(query_adapter,              QUERY_ADAPTER,              0x101) \
@@ -137,8 +138,8 @@ constexpr std::string_view to_string(opcode op) noexcept {
     return "unknown command opcode";
 }
 
-// ---- command status (mbox_out.status; kernel device.h MLX5_CMD_STAT_*, reference §2.6) ------
-// Not in mlx5_ifc.h: the values are pinned by the reference and the unit tests only.
+// ---- command status (mbox_out.status; kernel device.h MLX5_CMD_STAT_*) ------------------------
+// Not in mlx5_ifc.h: the values are device.h's, pinned by the unit tests.
 #define RIG_MLX5_CMD_STATUSES(X)                            \
     X(ok,                     OK,                     0x00) \
     X(int_err,                INT_ERR,                0x01) \

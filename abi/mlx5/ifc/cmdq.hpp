@@ -3,7 +3,7 @@
 // command's input and output, their delivery statuses and signatures.
 //
 // Layouts: mlx5_ifc.h cmd_queue_entry and cmd_if_box. The kernel's other description of the
-// same bytes (device.h struct mlx5_cmd_layout / mlx5_cmd_prot_block, reference §2.3-2.4) uses
+// same bytes (device.h struct mlx5_cmd_layout / mlx5_cmd_prot_block) uses
 // other names (inlen, in_ptr, status_own, ...); mlx5_ifc.h's names are the ones used here.
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 namespace rig::mlx5::ifc {
 
-// mlx5_ifc.h cmd_queue_entry (reference §2.3): one slot of the command queue.
+// mlx5_ifc.h cmd_queue_entry (kernel cmd.c): one slot of the command queue.
 //  - the first 16 bytes of the input and output travel inline; the rest in mailbox blocks;
 //  - the mailbox pointers keep bits 63:9 only: the first block must be 512-byte aligned
 //    (the kernel allocates blocks 1 KiB aligned, and cmd_if_box.next_pointer keeps bits 63:10);
@@ -35,7 +35,8 @@ namespace rig::mlx5::ifc {
     F(ownership,                    0x1ff, 0x1)
 RIG_MLX5_LAYOUT(cmd_queue_entry, 0x200, RIG_MLX5_CMD_QUEUE_ENTRY)
 
-// mlx5_ifc.h cmd_if_box (reference §2.4): 512 data bytes, then the chain's control part.
+// mlx5_ifc.h cmd_if_box (kernel cmd.c alloc_cmd_box): 512 data bytes, then the chain's control
+// part.
 #define RIG_MLX5_CMD_IF_BOX(F, S)          \
     F(mailbox_data,       0x0,    0x1000)  \
     F(next_pointer_63_32, 0x1180, 0x20)    \
@@ -60,17 +61,17 @@ inline constexpr std::size_t entry_bytes = cmd_queue_entry::size_bytes;  // 64
 inline constexpr std::size_t inline_bytes = 16;                          // per direction
 inline constexpr std::size_t block_bytes = cmd_if_box::size_bytes;        // 576
 inline constexpr std::size_t block_data_bytes = 512;
-inline constexpr std::size_t block_alignment = 1024;  // kernel mlx5_cmd_init (reference §2.4)
+inline constexpr std::size_t block_alignment = 1024;  // kernel cmd.c mlx5_cmd_init
 inline constexpr std::uint32_t max_commands = 32;     // 1 << log_cmdq_size, at most
 
 // The mailbox blocks a message of `length` bytes needs beyond its 16 inline bytes
-// (kernel cmd.c calc_chain / reference §2.4): QUERY_HCA_CAP's 0x1010-byte output takes 8.
+// (kernel cmd.c mlx5_calc_cmd_blocks): QUERY_HCA_CAP's 0x1010-byte output takes 8.
 constexpr std::size_t blocks_for_length(std::size_t length) noexcept {
     return length <= inline_bytes ? 0 : (length - inline_bytes + block_data_bytes - 1) / block_data_bytes;
 }
 }  // namespace cmdq
 
-// ---- delivery status (cmd_queue_entry.status; kernel cmd.c, reference §2.3) -----------------
+// ---- delivery status (cmd_queue_entry.status; kernel cmd.c deliv_status_to_err) ------
 // Whether the device could read the command at all; the command's own result is mbox_out.status.
 #define RIG_MLX5_DELIVERY_STATUSES(X)                     \
     X(ok,                  OK,                  0x00)     \
@@ -109,7 +110,7 @@ constexpr std::string_view to_string(delivery_status s) noexcept {
     return "unknown delivery status";
 }
 
-// ---- signatures (kernel cmd.c set_signature / calc_block_sig, reference §2.5) ----------------
+// ---- signatures (kernel cmd.c set_signature / calc_block_sig) -----------------------------
 // A signature byte makes the XOR of the bytes it covers, itself included, equal 0xff. They are
 // checked by the device only while cmd_hca_cap.cmdif_checksum asks for it; the kernel signs
 // every entry anyway, blocks only with checksums on.

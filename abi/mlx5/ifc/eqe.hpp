@@ -1,6 +1,6 @@
 #pragma once
 // The 64-byte event queue entry and the events it reports (mlx5_ifc.h eqe and the members of
-// union event_auto; event types of kernel device.h enum mlx5_event; reference §4.7).
+// union event_auto; event types of kernel device.h enum mlx5_event; kernel mlx5/core/eq.c).
 //
 // An EQE is valid when (owner & 1) == ((consumer_index / nent) & 1): EQEs are created with
 // owner = 1 and the device writes 0 on its first pass.
@@ -69,13 +69,13 @@ RIG_MLX5_LAYOUT(eqe, 0x200, RIG_MLX5_EQE)
 inline constexpr ::rig::abi::nested<pages_req_event> eqe_page_request{eqe::event_data.off};
 
 // Whether EQE `consumer_index` of an EQ of 2^log_size entries is software's: its owner bit (bit 0
-// of byte 0x3f) equals the pass parity of the index (§4.7; kernel eq.c next_eqe_sw).
+// of byte 0x3f) equals the pass parity of the index (kernel lib/eq.h next_eqe_sw).
 inline constexpr bool eqe_owned_by_software(std::uint8_t owner_byte, std::uint32_t consumer_index,
                                             std::uint32_t log_size) noexcept {
     return (owner_byte & 1u) == ((consumer_index >> log_size) & 1u);
 }
 
-// ---- event types (eqe.event_type; kernel device.h MLX5_EVENT_TYPE_*, reference §4.7) --------
+// ---- event types (eqe.event_type; kernel device.h MLX5_EVENT_TYPE_*) ---------------------
 // DROPPED_PACKET_LOGGED (0x1f) is named only by mlx5_ifc.h (MLX5_EVENT_TYPE_CODING_...).
 #define RIG_MLX5_EVENT_TYPES(X)                                  \
     X(comp,                  COMP,                  0x00)        \

@@ -1,7 +1,9 @@
 #pragma once
 // Bring-up and teardown commands of the HCA (the function as a whole): ENABLE/DISABLE_HCA,
 // QUERY/SET_ISSI, QUERY/MANAGE_PAGES, QUERY/SET_HCA_CAP, INIT/TEARDOWN_HCA, QUERY_ADAPTER, NOP and
-// ACCESS_REG with the PAOS register. Order of use: reference §1.1, §2.8, §7.1; fields §3.2.
+// ACCESS_REG with the PAOS register. Order of use: rdma-core's
+// providers/mlx5/mlx5_vfio.c mlx5_vfio_alloc_context and the kernel's mlx5/core/main.c
+// mlx5_function_enable.
 // Layouts after mlx5_ifc.h; the structs' names are mlx5_ifc.h's without mlx5_ifc_ and _bits.
 #include <cstdint>
 
@@ -73,7 +75,8 @@ enum class teardown_state : std::uint8_t {  // MLX5_TEARDOWN_HCA_OUT_FORCE_STATE
     fail = 0x1,
 };
 
-// QUERY_ISSI (0x10a) / SET_ISSI (0x10b): supported_issi_dw0 bit 1 = ISSI 1 (reference §3.2).
+// QUERY_ISSI (0x10a) / SET_ISSI (0x10b): supported_issi_dw0 bit 1 = ISSI 1 (kernel main.c
+// mlx5_core_set_issi).
 #define RIG_MLX5_QUERY_ISSI_IN(F, S)  \
     F(opcode, 0x0,  0x10)             \
     F(op_mod, 0x30, 0x10)
@@ -192,7 +195,7 @@ constexpr std::uint16_t set_hca_cap_op_mod(cap_type t) noexcept {
 enum class port_type : std::uint8_t { ib = 0x0, ethernet = 0x1 };  // MLX5_CMD_HCA_CAP_PORT_TYPE_*
 // cmd_hca_cap.cmdif_checksum (MLX5_CMD_HCA_CAP_CMDIF_CHECKSUM_*): MAX says what the device can
 // do, CUR what it does. `enabled` = command-entry and mailbox signatures are checked and made
-// by the device (kernel cmd.c verify_signature / calc_chain_sig, reference §2.5).
+// by the device (kernel cmd.c verify_signature / calc_chain_sig).
 enum class cmdif_checksum_mode : std::uint8_t { disabled = 0x0, initial_state = 0x1, enabled = 0x3 };
 
 // NOP (0x80d): exercises the command path.
@@ -251,7 +254,8 @@ inline constexpr std::size_t host_endianness_bytes = 16;
 }  // namespace access_reg
 
 // PAOS, port administrative and operational status: admin_status 1 up, 2 down, applied when ase
-// = 1; oper_status reads back (reference §3.2, RC-TEST access_paos_register).
+// = 1; oper_status reads back (rdma-core tests/mlx5_base.py access_paos_register;
+// kernel mlx5/core/port.c mlx5_set_port_admin_status).
 #define RIG_MLX5_PAOS_REG(F, S)  \
     F(swid,         0x0,  0x8)   \
     F(local_port,   0x8,  0x8)   \

@@ -1,7 +1,7 @@
 #pragma once
 // The capability pages a driver reads with QUERY_HCA_CAP and writes back with SET_HCA_CAP:
 // general device capabilities (mlx5_ifc.h cmd_hca_cap, cap type 0) and RoCE capabilities
-// (roce_cap, cap type 4). Reference §3.3.
+// (roce_cap, cap type 4), as the kernel's mlx5/core/main.c handle_hca_cap sets them.
 //
 // cmd_hca_cap lists every named field of the kernel's struct (6.12), not only those a RoCE RC
 // driver reads: the device model answers QUERY_HCA_CAP with this page, and a field it does not

@@ -1,7 +1,8 @@
 #pragma once
 // The initialization segment: the registers at the start of BAR0 through which a driver finds
 // the firmware's revision, programs the command queue, rings the command doorbell and watches
-// the firmware's health (mlx5_ifc.h initial_seg and health_buffer; reference §2.1, §2.2, §1.4).
+// the firmware's health (mlx5_ifc.h initial_seg and health_buffer; kernel device.h struct
+// mlx5_init_seg, mlx5/core/health.c).
 //
 // Every register is a big-endian dword; read them with 32-bit MMIO loads, then decode the copy.
 #include <cstdint>
@@ -57,12 +58,14 @@ RIG_MLX5_LAYOUT(initial_seg, 0x20060, RIG_MLX5_INITIAL_SEG)
 
 namespace init_seg {
 
-// The only command-interface revision this driver speaks (kernel CMD_IF_REV, RC-VFIO).
+// The only command-interface revision this driver speaks (kernel cmd.c CMD_IF_REV; rdma-core
+// mlx5_vfio.c).
 inline constexpr std::uint16_t supported_cmd_interface_rev = 5;
 
 // mlx5_ifc.h MLX5_INITIAL_SEG_NIC_INTERFACE_*. SW_RESET (7) does not fit the 2-bit
 // initial_seg.nic_interface: the kernel's own health code (health.c mlx5_get_nic_state,
-// RC-VFIO) reads three bits, 10:8 of the dword at 0x14, which is `nic_interface_state` below.
+// rdma-core mlx5_vfio.c) reads three bits, 10:8 of the dword at 0x14, which is
+// `nic_interface_state` below.
 enum class nic_interface : std::uint8_t {
     full_driver = 0x0,
     disabled = 0x1,

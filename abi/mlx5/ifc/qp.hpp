@@ -1,7 +1,7 @@
 #pragma once
 // Queue pairs: the address path (ads), the QP context (qpc), CREATE/DESTROY_QP, the state
-// transitions RST2INIT, INIT2RTR, RTR2RTS, RTS2RTS, 2ERR, 2RST, and QUERY_QP. Reference §3.6,
-// §3.7. Layouts after mlx5_ifc.h.
+// transitions RST2INIT, INIT2RTR, RTR2RTS, RTS2RTS, 2ERR, 2RST, and QUERY_QP. Layouts after
+// mlx5_ifc.h; their use as the kernel's drivers/infiniband/hw/mlx5/qp.c makes it.
 //
 // qpc and ads list every named field of the kernel's structs, not only the RC-over-RoCE ones:
 // the device model must see whatever a driver writes. The fields a RoCE RC driver sets: st,
@@ -173,7 +173,7 @@ enum class qpc_atomic_mode : std::uint8_t {  // MLX5_QPC_ATOMIC_MODE_*
     up_to_128b = 0x7,
     up_to_256b = 0x8,
 };
-// opt_param_mask bits of the modify commands (kernel qp.h enum mlx5_qp_optpar, reference §3.7;
+// opt_param_mask bits of the modify commands (kernel include/linux/mlx5/qp.h enum mlx5_qp_optpar;
 // not in mlx5_ifc.h). Mandatory fields of a transition need no bit.
 namespace qp_optpar {
 inline constexpr std::uint32_t alt_addr_path = 1u << 0;

@@ -1,7 +1,8 @@
 #pragma once
 // Event queues and completion queues: CREATE/DESTROY_EQ with eqc, CREATE/DESTROY_CQ with cqc.
-// Reference §3.5. Layouts after mlx5_ifc.h. log_page_size in eqc and cqc is relative to 4 KiB
-// (page_shift - 12); the queue's pages follow the fixed part (pas_entry<create_eq_in>(i)).
+// Layouts after mlx5_ifc.h (the kernel's mlx5/core/eq.c and cq.c fill them). log_page_size in eqc
+// and cqc is relative to 4 KiB (page_shift - 12); the queue's pages follow the fixed part
+// (pas_entry<create_eq_in>(i)).
 #include <cstdint>
 
 #include "abi/mlx5/ifc/cmd.hpp"

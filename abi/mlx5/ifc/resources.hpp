@@ -1,6 +1,7 @@
 #pragma once
 // Resource commands: UARs (doorbell pages in BAR0), protection domains and memory keys.
-// Reference §3.4. Layouts after mlx5_ifc.h.
+// Layouts after mlx5_ifc.h (the kernel's mlx5/core/uar.c, pd.c, and drivers/infiniband/hw/mlx5/mr.c
+// use them).
 #include <cstdint>
 
 #include "abi/mlx5/ifc/cmd.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 // Vport and RoCE address commands: QUERY_VPORT_STATE (link state), QUERY/MODIFY_NIC_VPORT_CONTEXT
-// (own MAC, roce_en) and SET/QUERY_ROCE_ADDRESS (GID table entries). Reference §3.8.
-// Layouts after mlx5_ifc.h.
+// (own MAC, roce_en) and SET/QUERY_ROCE_ADDRESS (GID table entries).
+// Layouts after mlx5_ifc.h; their use as the kernel's mlx5/core/vport.c and lib/gid.c make it.
 #include <cstdint>
 
 #include "abi/mlx5/ifc/cmd.hpp"
@@ -111,7 +111,7 @@ RIG_MLX5_LAYOUT(modify_nic_vport_context_out, 0x80, RIG_MLX5_MODIFY_NIC_VPORT_CO
 
 // mlx5_ifc.h roce_addr_layout, one GID table entry: source_l3_address = the GID (IPv4 as
 // ::ffff:a.b.c.d), source_mac_47_32/31_0 = own MAC, roce_version 0 = v1, 2 = v2, roce_l3_type
-// 0 = IPv4, 1 = IPv6 (reference §3.8).
+// 0 = IPv4, 1 = IPv6 (mlx5_ifc.h MLX5_ROCE_VERSION_*, MLX5_ROCE_L3_TYPE_*).
 #define RIG_MLX5_ROCE_ADDR_LAYOUT(F, S)  \
     F(source_l3_address, 0x0,  0x80)     \
     F(vlan_valid,        0x83, 0x1)      \

@@ -4,8 +4,8 @@
 // fuzzer writes into the CQ rings (any type, status, qp_handle, sq_cons_idx, wr_id, length, flags,
 // a toggle right or wrong, at the producer or in any slot), take_completions() and take() as
 // rig::queue_pair calls them, and the NIC's QP_ERROR_NOTIFICATION code or the machine's failure.
-// Oracle (qp/ring.hpp's contract, reference/bnxt.md §3.5): every CQE the driver takes becomes an
-// entry's result or a named error; results come only for posted entries, in entry order, at most
+// Oracle (qp/ring.hpp's contract; roce_hsi.h cq_req, cq_res_rc): every CQE the driver takes becomes
+// an entry's result or a named error; results come only for posted entries, in entry order, at most
 // one each; a send's success carries its posted length; once a ring yields an error, every later
 // result of it is an error (flushed); the CQ doorbell the driver rings names its CQ and its
 // consumer (index and epoch, roce_hsi.h dbc_dbc); the rings are exact-sized heap blocks, so an

@@ -10,7 +10,7 @@
 //   2 a well-formed request of one of the model's commands (realistic fields: rings on scratch
 //     pages, the backing store the driver's own code made), then single-byte overwrites
 //   3 function reset (firmware::reset, as FLR)
-// Oracle, per request (bnxt_hsi.h, reference bnxt.md §1.3-§1.4; the model's contract in
+// Oracle, per request (bnxt_hsi.h, bnxt_hwrm.c __hwrm_send; the model's contract in
 // sim/bnxt/firmware.hpp): a request whose full bytes were fetched and whose resp_addr is the
 // response buffer is answered there, with req_type and seq_id echoed, resp_len the response's
 // length and HWRM_RESP_VALID_KEY its last byte; error_code is what the outcome reports; an

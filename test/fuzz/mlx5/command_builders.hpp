@@ -1,7 +1,7 @@
 #pragma once
 // The mlx5-command harness's driver side (command.cpp): commands built from fuzz bytes, laid
 // into the queue entry and mailbox chains as the kernel lays them (cmd.c mlx5_alloc_cmd_msg,
-// reference mlx5.md §2.3-2.5), with one mutation a hostile driver makes, and run by one doorbell.
+// set_signature), with one mutation a hostile driver makes, and run by one doorbell.
 // Well-formed inputs follow firmware/mlx5 (queue_objects.cpp, objects.cpp): the same fields, so
 // the model's object commands succeed unless the fuzz bytes say otherwise.
 #include <algorithm>

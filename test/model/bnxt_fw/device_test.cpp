@@ -1,5 +1,6 @@
 // firmware/bnxt's bring-up and teardown against the bnxt model's firmware (in process, see
-// firmware_function.hpp): the HWRM sequence of reference bnxt.md §1.8 in the trace, the model's
+// firmware_function.hpp): the HWRM sequence of bnxt_en's bnxt_fw_init_one_p1/p2 in the
+// trace, the model's
 // state after each, many cycles with nothing left on either side, refusals named by their step,
 // DEV_NOT_RDY, and silence at bring-up and at teardown with what the firmware may name stranded.
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // The bnxt model's PCI function and HWRM channel, driven by raw BAR0 writes over vfio-user
-// (reference bnxt.md §1.1-§1.4, §4): identity, VER_GET, seq_id echo, the valid byte last,
+// (bnxt_hsi.h; bnxt_hwrm.c __hwrm_send): identity, VER_GET, seq_id echo, the valid byte last,
 // short commands, the window's limit, DEV_NOT_RDY, unknown requests, a bad resp_addr, one
 // command at a time, faults and resets.
 #include <atomic>

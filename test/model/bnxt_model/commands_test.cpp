@@ -1,5 +1,5 @@
 // The bnxt model's HWRM commands, each answer's fields and each refusal's error code and
-// cmd_err (reference bnxt.md §1.5-§1.8; bnxt_hsi.h), driven by raw BAR0 writes over vfio-user.
+// cmd_err (bnxt_hsi.h; as bnxt_en's bnxt.c sends them), driven by raw BAR0 writes over vfio-user.
 #include "hwrm_client.hpp"
 
 using namespace rig::test::bnxt;
@@ -203,7 +203,7 @@ TEST_CASE("bnxt model: stat contexts, VNIC in a RoCE mode, the TRAFFIC_ROCE filt
     sf.stat_ctx_id = 99;
     CHECK(m.send(sf).error_code() == abi::HWRM_ERR_CODE_INVALID_PARAMS);
 
-    // the L2 rings a RoCE receive path names (§1.8 step 9)
+    // the L2 rings a RoCE receive path names (docs/hardware.md)
     const std::uint16_t nq = alloc_ring(m, ring_request(m, abi::RING_ALLOC_REQ_RING_TYPE_NQ, 256, 0));
     auto cq = ring_request(m, abi::RING_ALLOC_REQ_RING_TYPE_L2_CMPL, 256, 0);
     cq.enables = abi::RING_ALLOC_REQ_ENABLES_NQ_RING_ID_VALID;

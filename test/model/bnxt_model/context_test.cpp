@@ -1,4 +1,4 @@
-// The bnxt model's context memory (reference bnxt.md §1.7): FUNC_BACKING_STORE_QCAPS and
+// The bnxt model's context memory: FUNC_BACKING_STORE_QCAPS and
 // _CFG sized as bnxt_en sizes it with RoCE on (bnxt.c bnxt_alloc_ctx_mem), page directories at
 // levels 1 and 2, the initializer, and the ledger: too little, bad tables, unmapped while owned.
 #include "context_setup.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // The bnxt function model served in this process over vfio-user and driven as a driver would
-// drive it, by raw register writes (reference bnxt.md §1.3): the request written into the BAR0
+// drive it, by raw register writes (bnxt_hwrm.c __hwrm_send): the request written into the BAR0
 // window in 32-bit stores, the rest of the window zeroed, 1 written to the trigger (0x100), the
 // response polled in DMA memory until resp_len is set and its last byte is 1. Short commands
 // (signature 0x4321) put the full request in DMA memory. No firmware/ code: the model's tests

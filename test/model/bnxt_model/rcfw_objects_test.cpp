@@ -1,4 +1,4 @@
-// The bnxt model's RoCE objects (reference bnxt.md §2.6): CREATE_CQ, ALLOCATE_MRW + REGISTER_MR,
+// The bnxt model's RoCE objects (roce_hsi.h cmdq_*): CREATE_CQ, ALLOCATE_MRW + REGISTER_MR,
 // CREATE_QP, MODIFY_QP through RESET->INIT->RTR->RTS, QUERY_QP's side buffer, the destroys,
 // the context records in the backing store, QP_ERROR_NOTIFICATION, and the refusals: each
 // leaves the objects as they were. Commands laid out as bnxt_qplib sends them (qplib_fp.c

@@ -1,4 +1,4 @@
-// The bnxt model's RoCE command channel (reference bnxt.md §2): cmdq_init in the BAR0 mailbox,
+// The bnxt model's RoCE command channel (roce_hsi.h, qplib_rcfw.c): cmdq_init in the BAR0 mailbox,
 // the first producer with FIRMWARE_FIRST_FLAG, commands of cmd_size slots with cookies, several
 // outstanding, completions on the CREQ NQ with the valid bit by pass and its MSI-X vector,
 // QUERY_VERSION, QUERY_FUNC's side buffer, INITIALIZE_FW / DEINITIALIZE_FW, and the statuses

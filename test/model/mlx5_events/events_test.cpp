@@ -170,9 +170,9 @@ struct nic {
         return got.fatal.size();
     }
 
-    // The kernel's teardown order after the EQ (§1.5): TEARDOWN_HCA, pages taken back,
-    // DISABLE_HCA, so that the model never sees pages it owns unmapped. A failed NIC's pages
-    // were stranded by the test.
+    // The kernel's teardown order after the EQ (main.c mlx5_function_teardown): TEARDOWN_HCA, pages
+    // taken back, DISABLE_HCA, so that the model never sees pages it owns unmapped. A failed NIC's
+    // pages were stranded by the test.
     ~nic() {
         if (!q->failure() && !t.fn.failed()) {
             static_cast<void>(q->exec<ifc::teardown_hca_in, ifc::teardown_hca_out>(

@@ -1,4 +1,5 @@
-// firmware/mlx5 health_watcher, each check of reference §1.4 on its own, against a fake
+// firmware/mlx5 health_watcher, each check of the kernel's health.c (and rdma-core's
+// mlx5_vfio_poll_health) on its own, against a fake
 // function whose BAR0 is plain memory the test writes (the model's fatal/die hooks are covered
 // in events_test.cpp; here the conditions the model has no hook for: DISABLED, SW_RESET, a
 // stopped heartbeat, rfr or synd alone).

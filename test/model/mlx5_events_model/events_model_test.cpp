@@ -181,9 +181,9 @@ struct events_fixture : rig::test::served_model {
         auto out = exec(in, ifc::create_eq_out::size_bytes);
         return {static_cast<std::uint32_t>(abi::get<ifc::create_eq_out::eq_number>(out)), log_size, buffer};
     }
-    // be32((eqn << 24) | ci) to UAR + 0x40 (arm) or + 0x48 (update only), §4.1: a store into
-    // the mapped page, or a REGION_WRITE when the page is trapped (not mapped), as a CPU store
-    // reaches a card either way
+    // be32((eqn << 24) | ci) to UAR + 0x40 (arm) or + 0x48 (update only), kernel lib/eq.h
+    // eq_update_ci: a store into the mapped page, or a REGION_WRITE when the page is trapped (not
+    // mapped), as a CPU store reaches a card either way
     void eq_doorbell(const eq& e, std::uint32_t ci, bool arm) {
         const std::uint64_t at = std::uint64_t{uar} * 4096 + (arm ? 0x40 : 0x48);
         const std::uint32_t v = e.eqn << 24 | (ci & 0xffffff);
@@ -508,7 +508,7 @@ TEST_CASE("mlx5 events model: page-request and port-change EQEs", "[model][mlx5]
     CHECK(type_of(e.entry(0)) == page_request_event);
     CHECK(owner_of(e.entry(0)) == 0);
     CHECK(pr(e.entry(0)) == std::pair<std::uint64_t, std::uint32_t>{0, 5});
-    CHECK(abi::load_be<std::uint32_t>(e.entry(0).data() + 0x24) == 5u);  // §4.7: num_pages be32 @0x24
+    CHECK(abi::load_be<std::uint32_t>(e.entry(0).data() + 0x24) == 5u);  // mlx5_eqe: num_pages be32 @0x24
     CHECK(pr(e.entry(1)) == std::pair<std::uint64_t, std::uint32_t>{0, 0xfffffffdu});
     CHECK(type_of(e.entry(2)) == port_change_event);
     CHECK(abi::get<ifc::eqe::event_sub_type>(e.entry(2)) == 1u);  // DOWN
@@ -522,7 +522,7 @@ TEST_CASE("mlx5 events model: data-path events: COMP on the CQ's EQ, CQ and QP e
     events_fixture t;
     t.bring_up();
     auto async = t.create_eq(2, {0x04, 0x05});  // CQ_ERROR, WQ_CATAS_ERROR
-    auto comp = t.create_eq(2, {});             // completion EQs subscribe to no type (§3.5)
+    auto comp = t.create_eq(2, {});             // completion EQs subscribe to no type (kernel eq.c)
     using In = ifc::create_cq_in;
     auto in = make<In>(opcode::create_cq, 0, 8);
     abi::set<In::cq_context(ifc::cqc::log_cq_size)>(in, 2);
@@ -537,7 +537,7 @@ TEST_CASE("mlx5 events model: data-path events: COMP on the CQ's EQ, CQ and QP e
     REQUIRE(t.fn.post_completion(cqn));
     CHECK(type_of(comp.entry(0)) == 0x00);
     CHECK(owner_of(comp.entry(0)) == 0);
-    CHECK((abi::load_be<std::uint32_t>(comp.entry(0).data() + 0x38) & 0xffffff) == cqn);  // §4.7
+    CHECK((abi::load_be<std::uint32_t>(comp.entry(0).data() + 0x38) & 0xffffff) == cqn);  // mlx5_eqe
     CHECK(owner_of(async.entry(0)) == 1);
 
     REQUIRE(t.fn.post_cq_error(cqn, 0x01));
@@ -618,7 +618,7 @@ TEST_CASE("mlx5 events model: faults and their observable effects", "[model][mlx
     SECTION("die: config and BAR0 read all ones, nothing completes; reset brings it back") {
         t.fn.die();
         CHECK(t.f->config_read16(0).value() == 0xffff);
-        CHECK(t.reg(0x230) == 0xffffffffu);  // health.fw_ver: the function is gone (§1.4)
+        CHECK(t.reg(0x230) == 0xffffffffu);  // health.fw_ver: the function is gone (health.c)
         CHECK(t.reg(0x0) == 0xffffffffu);
         CHECK(t.reg(t.uar * 4096) == 0xffffffffu);  // the (trapped) UAR page too
         auto r = t.try_exec(nop_in, ifc::nop_out::size_bytes, 200ms);

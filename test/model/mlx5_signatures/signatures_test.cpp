@@ -1,4 +1,4 @@
-// Command-queue signatures (reference mlx5.md §2.5; kernel cmd.c set_signature, calc_block_sig,
+// Command-queue signatures (kernel cmd.c set_signature, calc_block_sig,
 // verify_signature, verify_block_sig; mlx5_ifc.h MLX5_CMD_HCA_CAP_CMDIF_CHECKSUM_*):
 //  - the model, driven with raw entries: with cmdif_checksum off it runs commands whatever
 //    their signatures; once SET_HCA_CAP turns it ENABLED it refuses a bad entry or input block

@@ -1,7 +1,8 @@
-// seeds/rig_bnxt_qp.txt on failure, through the public API on mlx5 against the model: every
-// error completion with the completion's real syndrome in its message (abi/mlx5/completion.hpp,
-// mlx5dv.h MLX5_CQE_SYNDROME_*), the order of results around a failure, the flush of both rings,
-// a failed queue pair staying failed, and poll/wait sending the firmware nothing.
+// The queue pair contract on failure (docs/guide.md), through the public API on mlx5 against the
+// model: every error completion with the completion's real syndrome in its message
+// (abi/mlx5/completion.hpp, mlx5dv.h MLX5_CQE_SYNDROME_*), the order of results around a failure,
+// the flush of both rings, a failed queue pair staying failed, and poll/wait sending the firmware
+// nothing.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
-// seeds/rig_bnxt_qp.txt, sentence by sentence, through the public API on mlx5 against the model
-// served in this process (DESIGN.md §2: every sentence holds for mlx5 too). Each TEST_CASE is
-// named after the sentence it proves. The error completions and the failure and flush order are
-// in errors_test.cpp, the data-integrity soak in soak_test.cpp.
+// The queue pair contract (docs/guide.md, "The queue pair contract"), sentence by sentence, through
+// the public API on mlx5 against the model served in this process (every sentence holds for mlx5
+// too). Each TEST_CASE is named after the sentence it proves. The error completions and the failure
+// and flush order are in errors_test.cpp, the data-integrity soak in soak_test.cpp.
 //
 // Sentences proved by existing tests (not repeated here):
 //  - "A queue pair fails ... when the NIC reports its failure": queue_pair_test.cpp, "queue pair:
@@ -417,7 +417,7 @@ TEST_CASE("seed - wait is None at the bound, the entry still due; misuse if us <
 TEST_CASE("seed - connect: qp then serves its peer's reads, which take bytes of this process's regions (mlx5: "
           "the peer may be on another NIC)",
           "[model][mlx5][api][seed][any-nic]") {
-    // DESIGN.md §2 drops bnxt's "qp's peer is not a queue pair of qp's NIC" misuse for mlx5: a
+    // The API drops bnxt's "qp's peer is not a queue pair of qp's NIC" misuse for mlx5: a
     // read from a peer on another NIC is served by that NIC from its region.
     two_served_nics t(64 * 1024, rig::access::remote_read);
     auto &a = t.a, &b = t.b;

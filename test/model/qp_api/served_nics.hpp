@@ -228,7 +228,8 @@ inline expected_failure expected(failure_kind k, std::uint16_t function_index = 
     return {0, ""};
 }
 // How many entries a ring of function `function_index`'s family holds at the API's default 2^12
-// slots: mlx5 uses every slot, a bnxt ring keeps one free (reference/bnxt.md §3.7).
+// slots: mlx5 uses every slot, a bnxt ring keeps one free (bnxt_re qplib_fp.h
+// bnxt_qplib_queue_full: producer == consumer means empty).
 inline std::uint32_t ring_capacity(std::uint16_t function_index = 0) {
     return family_of(function_index) == family::mlx5 ? 4096 : 4095;
 }

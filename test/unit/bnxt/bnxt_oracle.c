@@ -26,7 +26,7 @@
  *   DB type xid index epoch toggle              a RoCE dbc_dbc doorbell
  *   GID gidHEX macHEX                           cmdq_add_gid as qplib_sp.c fills gid/src_mac
  * mode 0 = static (128-byte entries), 1 = variable (2 + payload slots); wqe_size counts the
- * slots used (reference bnxt.md §3.2, §3.4).
+ * slots used (bnxt_re qplib_fp.c bnxt_qplib_post_send, bnxt_qplib_post_recv).
  */
 #include "vendor_shim_bnxt.h"
 

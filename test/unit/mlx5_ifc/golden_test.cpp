@@ -1,6 +1,7 @@
-// The required test of DESIGN.md §7 for the mlx5 firmware layouts: every layout in
-// rig::mlx5::ifc::all_layouts against the kernel's include/linux/mlx5/mlx5_ifc.h, as compiled by
-// a C compiler and written by rdma-core's DEVX_SET (the golden program, see gen_golden.cpp).
+// The mlx5 firmware layouts pinned to the kernel's (README, "How the formats are pinned"): every
+// layout in rig::mlx5::ifc::all_layouts against the kernel's include/linux/mlx5/mlx5_ifc.h, as
+// compiled by a C compiler and written by rdma-core's DEVX_SET (the golden program, see
+// gen_golden.cpp).
 #include <catch2/catch.hpp>
 
 #include <fstream>

@@ -1,4 +1,4 @@
-// Messages of exactly 2^31 bytes (seeds/rig_bnxt_qp.txt: "a message ... is at most 2^31 bytes"):
+// Messages of exactly 2^31 bytes (docs/guide.md: "a message is at most 2^31 bytes"):
 // abi/mlx5/entry.hpp's typed writers and write_receive describe one as two data segments of
 // 2^30 bytes (entry.hpp header comment), compared here byte for byte with the entry rdma-core's
 // helpers build for that two-element gather/scatter list (two mlx5dv_set_data_seg calls).

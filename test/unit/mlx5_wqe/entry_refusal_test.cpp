@@ -1,5 +1,5 @@
-// Every refusal of seeds/rig_mlx5_abi_entry.txt: std::invalid_argument naming the bad value,
-// and not one byte of the buffer changed.
+// Every refusal of the mlx5 entry encoder (abi/mlx5/entry.hpp): std::invalid_argument naming the
+// bad value, and not one byte of the buffer changed.
 #include <array>
 #include <string>
 

@@ -149,7 +149,7 @@ TEST_CASE("mlx5 WRITE and SEND with immediate equal rdma-core's mlx5dv helpers b
 }
 
 TEST_CASE("mlx5 RDMA WRITE golden vector of the reference", "[mlx5][entry]") {
-    // reference/perftest-and-performance.md §2.3: pi=1, qpn=0x123, signaled, ds=3
+    // made once with mlx5dv.h's mlx5dv_set_ctrl_seg: pi=1, qpn=0x123, signaled, ds=3
     std::array<std::byte, 64> b{};
     abi::write(b, 0, 0x123, 1,
                {abi::write_op{{0x00007f0000200000, 4096, 0x1234}, {0x00007f0000001000, 0x00abcdef}},

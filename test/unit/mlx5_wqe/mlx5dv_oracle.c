@@ -3,7 +3,7 @@
  * definitions in <infiniband/mlx5dv.h> (Debian libibverbs-dev): mlx5dv_set_ctrl_seg,
  * mlx5dv_set_data_seg, struct mlx5_wqe_raddr_seg / mlx5_wqe_inl_data_seg / mlx5_cqe64 /
  * mlx5_err_cqe, MLX5_OPCODE_*, MLX5_INLINE_SEG, MLX5_INVALID_LKEY. The helpers need no device
- * and no library (reference/perftest-and-performance.md §2.3). Reads one request per line on
+ * and no library (they are static inline in mlx5dv.h). Reads one request per line on
  * stdin, writes the bytes in hex, one line each. It is the oracle the abi tests compare with.
  *
  *   E W qp index signal raddr rkey laddr len lkey     RDMA WRITE

@@ -1,5 +1,5 @@
 // perftest's out-of-band exchange (tools/rig-perf/exchange.hpp): golden bytes of every message
-// (reference perftest-and-performance.md §1.4), and a peer over real TCP that sends truncated,
+// (perftest's src/perftest_communication.c), and a peer over real TCP that sends truncated,
 // garbled or no messages: each is an error naming what was sent and expected, never a hang.
 #include <array>
 #include <chrono>

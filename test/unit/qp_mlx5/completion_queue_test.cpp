@@ -1,5 +1,6 @@
 // The mlx5 completion queue over synthesized CQEs: owner parity across wraps, error CQEs with
-// every syndrome, the consumer index record, arming (reference/mlx5.md §4.2, §4.5, §4.6).
+// every syndrome, the consumer index record, arming (rdma-core providers/mlx5/cq.c; kernel cq.h
+// mlx5_cq_arm).
 #include <catch2/catch.hpp>
 
 #include <array>

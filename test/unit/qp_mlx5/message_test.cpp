@@ -1,4 +1,4 @@
-// Messages of exactly 2^31 bytes on the mlx5 queues (seeds/rig_bnxt_qp.txt: "a message ... is
+// Messages of exactly 2^31 bytes on the mlx5 queues (docs/guide.md: "a message is
 // at most 2^31 bytes"): the send queue takes a 2^31-byte WRITE, READ and SEND as one entry of two
 // data segments, the receive queue a 2^31-byte receive in a 32-byte slot (make_qp's stride), and
 // their results carry 2^31. Over plain memory: the API-level test (test/model/qp_api/seed_test.cpp)

@@ -1,6 +1,6 @@
 // Ring bookkeeping (qp/ring.hpp) and the mlx5 queues' use of it: completion order, unsignaled
-// entries, failure and flush order, receive entries and their counter (seeds/rig_bnxt_qp.txt,
-// DESIGN.md §2; reference/mlx5.md §4.4, §4.5).
+// entries, failure and flush order, receive entries and their counter (docs/guide.md, "The queue
+// pair contract"; rdma-core providers/mlx5/qp.c mlx5_post_recv, cq.c).
 #include <catch2/catch.hpp>
 
 #include <array>

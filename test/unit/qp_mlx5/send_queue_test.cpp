@@ -1,5 +1,6 @@
 // The mlx5 send queue over plain memory: entry bytes and places, doorbell record, BlueFlame
-// register writes, room and refusals (reference/mlx5.md §4.1-§4.3).
+// register writes, room and refusals (rdma-core providers/mlx5/qp.c
+// _mlx5_post_send, post_send_db).
 #include <catch2/catch.hpp>
 
 #include <array>

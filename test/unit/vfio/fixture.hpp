@@ -1,6 +1,6 @@
 #pragma once
 // A fixture sysfs (and /dev, /proc) tree in a temporary directory, laid out as the kernel lays
-// out the real one (reference/vfio-and-vfio-user.md §3.6):
+// out the real one (Documentation/ABI/testing/sysfs-bus-pci):
 //   sys/devices/pci0000:00/<bdf>/{vendor,device,class,driver_override}
 //   sys/bus/pci/devices/<bdf>              -> ../../../devices/pci0000:00/<bdf>
 //   sys/devices/pci0000:00/<bdf>/driver      -> ../../../bus/pci/drivers/<name>

@@ -19,7 +19,7 @@ using namespace rig::driver::vfio;
 using rig::test::sysfs_fixture;
 
 TEST_CASE("iommufd and cdev uapi: sizes and ioctl numbers from the kernel's headers", "[vfio][uapi]") {
-    // reference/vfio-and-vfio-user.md §3.1, §3.2: all are _IO(';', n)
+    // include/uapi/linux/vfio.h and iommufd.h: all are _IO(';', n)
     CHECK(VFIO_GET_API_VERSION == 0x3b64);
     CHECK(uapi::device_bind_iommufd == _IO(';', 100 + 18));
     CHECK(uapi::device_bind_iommufd == 0x3b76);
@@ -40,7 +40,7 @@ TEST_CASE("iommufd and cdev uapi: sizes and ioctl numbers from the kernel's head
     CHECK(uapi::ioas_map_fixed_iova == 1);
     CHECK(uapi::ioas_map_writeable == 2);
     CHECK(uapi::ioas_map_readable == 4);
-    // the legacy structs, as compiled here (reference §3.1 and §5)
+    // the legacy structs, as compiled here (<linux/vfio.h>)
     CHECK(sizeof(vfio_region_info) == 32);
     CHECK(sizeof(vfio_irq_info) == 16);
     CHECK(sizeof(vfio_irq_set) == 20);
