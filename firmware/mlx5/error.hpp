@@ -1,6 +1,6 @@
 #pragma once
 // Errors of the mlx5 command channel: a value that names the command and what went wrong,
-// never an abort (style §9.3).
+// never an abort (docs/guide.md, "Failures and errors").
 //   "CREATE_QP (0x500): BAD_PARAM_ERR (0x3), syndrome 0x1234abcd"
 //   "NOP (0x80d): did not complete within 100 ms"
 #include <cstdint>
