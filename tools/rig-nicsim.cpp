@@ -20,7 +20,8 @@
 // them); data-path faults are the wire's (sim/roce/wire.hpp: drop, duplicate, delay, jitter,
 // link down), wire-wide or, with --fault-function K, on function K's port only (frames from or
 // to it), or with --fault-udp K on the K-th UDP port only. Timed faults count from the moment the sockets are served and are fired by the main
-// thread, which also takes SIGUSR1 (toggle the link) and SIGINT/SIGTERM (stop). Each fault is
+// thread, which also takes SIGUSR1 (toggle the link), SIGRTMIN (the function dies, when a test
+// must choose the moment) and SIGINT/SIGTERM (stop). Each fault is
 // logged as it fires (logger "nicsim", info), never from the data path.
 #include <algorithm>
 #include <cctype>
@@ -117,6 +118,7 @@ constexpr std::string_view usage =
     "                           the function dies for good after N ms, as a failed card: reads\n"
     "                           all ones, answers no command, its data path stops (no frame in or\n"
     "                           out, no DMA, no completion); its socket stays served\n"
+"  SIGRTMIN                 the function dies for good at once, as with --function-dies-after-ms\n"
     "  --die-after-ms N         the whole model dies after N ms by SIGKILL, as a crash: clients\n"
     "                           see their sockets closed; the socket files stay behind (a\n"
     "                           later rig-nicsim on DIR replaces them)\n"
@@ -480,11 +482,14 @@ int main(int argc, char** argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
-    sigset_t signals = stop_signals;  // and SIGUSR1: toggle the link; SIGUSR2: print the counters
+    // and SIGUSR1: toggle the link; SIGUSR2: print the counters; SIGRTMIN: the function dies
+    sigset_t signals = stop_signals;
     std::signal(SIGUSR1, SIG_DFL);
     sigaddset(&signals, SIGUSR1);
     std::signal(SIGUSR2, SIG_DFL);
     sigaddset(&signals, SIGUSR2);
+    std::signal(SIGRTMIN, SIG_DFL);
+    sigaddset(&signals, SIGRTMIN);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     // All functions on one in-process switch (their RoCE ports, by MAC); it outlives them.
@@ -565,6 +570,19 @@ int main(int argc, char** argv) {
         }
         say().info("link {} for {} ({})", up ? "up" : "down", whom, why);
     };
+    // a dead card stays dead: a second death (the timer and the signal) changes nothing
+    const auto die = [&](const char* why) {
+        for (unsigned k : struck) {
+            // the firmware and the data path stop under the model's lock; the port then loses
+            // what is sent to it, as a dead card's link does
+            if (!dead[k]) {
+                functions[k]->die_for_good();
+                dead[k] = true;
+                wire.set_port_link(mac_of(k), false);
+            }
+        }
+        say().info("{} died for good ({})", whom, why);
+    };
     std::vector<timed_fault> timed;
     if (s.link_down_after) {
         timed.push_back({*s.link_down_after, [&] { set_link(false, "--link-down-after-ms"); }});
@@ -573,16 +591,7 @@ int main(int argc, char** argv) {
         timed.push_back({*s.link_up_after, [&] { set_link(true, "--link-up-after-ms"); }});
     }
     if (s.function_dies_after) {
-        timed.push_back({*s.function_dies_after, [&] {
-                             for (unsigned k : struck) {
-                                 // the firmware and the data path stop under the model's lock; the
-                                 // port then loses what is sent to it, as a dead card's link does
-                                 functions[k]->die_for_good();
-                                 dead[k] = true;
-                                 wire.set_port_link(mac_of(k), false);
-                             }
-                             say().info("{} died for good (--function-dies-after-ms)", whom);
-                         }});
+        timed.push_back({*s.function_dies_after, [&] { die("--function-dies-after-ms"); }});
     }
     if (s.die_after) {
         timed.push_back({*s.die_after, [&] {
@@ -622,6 +631,8 @@ int main(int argc, char** argv) {
             set_link(!link_up, "SIGUSR1");
         } else if (sig == SIGUSR2) {
             print_counters(wire, udp);
+        } else if (sig == SIGRTMIN) {
+            die("SIGRTMIN");
         } else if (sig == SIGINT || sig == SIGTERM) {
             break;
         }  // else EINTR: look again
