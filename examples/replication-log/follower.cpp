@@ -31,7 +31,8 @@ std::string why_failed(const boost::system::error_code& ec, const rig::completio
 
 outcome<std::unique_ptr<follower>> follower::open(std::string name, std::string_view where,
                                                   boost::asio::io_context& io, std::size_t log_bytes,
-                                                  const rig::nic_options& options) {
+                                                  const rig::nic_options& options,
+                                                  const rig::asio::options& async_options) {
     std::unique_ptr<follower> f(new follower(std::move(name)));
     const auto failed = [&](const char* what, const rig::error& e) {
         return std::unexpected(f->_name + ": " + what + ": " + e.message);
@@ -46,7 +47,7 @@ outcome<std::unique_ptr<follower>> follower::open(std::string name, std::string_
         return failed("make_group", g.error());
     }
     f->_group = std::move(*g);
-    auto a = rig::asio::group::make(io.get_executor(), f->_group);
+    auto a = rig::asio::group::make(io.get_executor(), f->_group, async_options);
     if (!a) {
         return failed("the Asio adapter", a.error());
     }

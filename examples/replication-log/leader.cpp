@@ -34,7 +34,8 @@ std::string why_failed(const boost::system::error_code& ec, const rig::completio
 }  // namespace
 
 outcome<std::unique_ptr<leader>> leader::open(std::string_view where, boost::asio::io_context& io,
-                                              std::size_t log_bytes, const rig::nic_options& options) {
+                                              std::size_t log_bytes, const rig::nic_options& options,
+                                              const rig::asio::options& async_options) {
     std::unique_ptr<leader> l(new leader(io));
     const auto failed = [](const char* what, const rig::error& e) {
         return std::unexpected(std::string("leader: ") + what + ": " + e.message);
@@ -49,7 +50,7 @@ outcome<std::unique_ptr<leader>> leader::open(std::string_view where, boost::asi
         return failed("make_group", g.error());
     }
     l->_group = std::move(*g);
-    auto a = rig::asio::group::make(io.get_executor(), l->_group);
+    auto a = rig::asio::group::make(io.get_executor(), l->_group, async_options);
     if (!a) {
         return failed("the Asio adapter", a.error());
     }

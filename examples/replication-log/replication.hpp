@@ -76,7 +76,8 @@ class follower {
 public:
     static outcome<std::unique_ptr<follower>> open(std::string name, std::string_view where,
                                                    boost::asio::io_context& io, std::size_t log_bytes,
-                                                   const rig::nic_options& options);
+                                                   const rig::nic_options& options,
+                                                   const rig::asio::options& async_options);
     ~follower();
     follower(const follower&) = delete;
     follower& operator=(const follower&) = delete;
@@ -160,7 +161,8 @@ public:
     static constexpr std::size_t max_members = 4;          // seats ever taken (a restart takes one)
 
     static outcome<std::unique_ptr<leader>> open(std::string_view where, boost::asio::io_context& io,
-                                                 std::size_t log_bytes, const rig::nic_options& options);
+                                                 std::size_t log_bytes, const rig::nic_options& options,
+                                                 const rig::asio::options& async_options);
     ~leader();
     leader(const leader&) = delete;
     leader& operator=(const leader&) = delete;
