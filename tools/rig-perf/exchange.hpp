@@ -1,6 +1,6 @@
 #pragma once
-// perftest's out-of-band exchange over TCP (reference perftest-and-performance.md §1.4;
-// perftest_communication.c): fixed-size messages, nothing length-prefixed, and every exchange
+// perftest's out-of-band exchange over TCP (perftest's src/perftest_communication.c:
+// ctx_hand_shake, ctx_xchg_data): fixed-size messages, nothing length-prefixed, and every exchange
 // is "the client writes, then reads; the server reads, then writes". In order:
 //
 //   version   char[16], NUL padded. We advertise "6.06" (Debian's perftest): upstream >= 6.28

@@ -1,25 +1,13 @@
 #pragma once
 // rig-perf's logger, "perf": set-up and tear-down only (never the measured loops). Level from
-// SPDLOG_LEVEL (e.g. SPDLOG_LEVEL=perf=debug); warnings by default, on stderr.
-#include <memory>
-
-#include <spdlog/cfg/env.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+// SPDLOG_LEVEL (e.g. SPDLOG_LEVEL=perf=debug); warnings by default, on stderr (log/logger.hpp).
+#include "log/logger.hpp"
 
 namespace rig::perf {
 
 inline spdlog::logger& log() {
-    static const std::shared_ptr<spdlog::logger> logger = [] {
-        auto l = spdlog::get("perf");
-        if (!l) {
-            l = spdlog::stderr_color_mt("perf");
-            l->set_level(spdlog::level::warn);
-            spdlog::cfg::load_env_levels();
-        }
-        return l;
-    }();
-    return *logger;
+    static spdlog::logger& logger = ::rig::logging::logger("perf");
+    return logger;
 }
 
 }  // namespace rig::perf

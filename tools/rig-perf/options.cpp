@@ -1,18 +1,17 @@
 // rig-perf's command line (options.hpp). Defaults from perftest's perftest_parameters.h
-// (reference perftest-and-performance.md §1.2): port 18515, size 65536 (BW) / 2 (LAT), iters
-// 5000 (write_bw) / 1000, tx depth 128 (BW) / 1 (LAT), MIN_ITER 5, -a up to 2^23.
+// (DEF_PORT, DEF_SIZE_BW, DEF_SIZE_LAT, DEF_ITERS ...): port 18515, size 65536 (BW) / 2 (LAT),
+// iters 5000 (write_bw) / 1000, tx depth 128 (BW) / 1 (LAT), MIN_ITER 5, -a up to 2^23.
 #include "tools/rig-perf/options.hpp"
 
-#include <algorithm>
 #include <array>
 #include <bit>
 #include <charconv>
 #include <cstdint>
 #include <limits>
-#include <optional>
 
 #include <arpa/inet.h>
 
+#include "tools/rig-perf/args.hpp"
 #include "tools/rig-perf/plot.hpp"
 
 namespace rig::perf {
@@ -30,102 +29,6 @@ constexpr std::uint64_t max_queue_pairs = 16384;
 constexpr std::uint64_t max_inline = 96;
 // Each measured entry keeps two timestamps (16 bytes): bound the arrays to 1.6 GB.
 constexpr std::uint64_t max_iterations = 100'000'000;
-
-struct not_supported_flag {
-    char short_name;        // 0: long form only
-    std::string_view name;  // long form
-    std::string_view what;
-};
-
-// Every perftest flag rig-perf does not implement (perftest_parameters.c long_options and
-// the getopt string "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP").
-constexpr not_supported_flag unsupported[] = {
-    {'i', "ib-port", "device port: a Rig function has one port"},
-    {'u', "qp-timeout", "ACK timeout: Rig's connect uses 14 (67 ms)"},
-    {'S', "sl", "service level"},
-    {'x', "gid-index", "GID index: Rig uses GID 0"},
-    {'c', "connection", "transport type: Rig runs RC only"},
-    {'e', "events", "sleep on completion events"},
-    {'X', "vector", "completion vector for events"},
-    {'o', "outs", "outstanding reads"},
-    {'g', "mcg", "multicast"},
-    {'z', "comm_rdma_cm", "rdma_cm for the data exchange"},
-    {'R', "rdma_cm", "connect with rdma_cm"},
-    {'T', "tos", "type of service"},
-    {'L', "hop_limit", "IPv6 hop limit"},
-    {'M', "MGID", "multicast GID"},
-    {'r', "rx-depth", "receive queue depth: rig-perf keeps the receive ring full"},
-    {'b', "bidirectional", "bidirectional bandwidth"},
-    {'Q', "cq-mod", "signal one entry in n: Rig completes every entry"},
-    {'N', "noPeak", "skip the peak bandwidth"},
-    {'V', "version", "print the version"},
-    {'C', "report-cycles", "latency in CPU cycles"},
-    {'H', "report-histogrm", "latency histogram"},
-    {'U', "report-unsorted", "unsorted latency samples"},
-    {'A', "atomic_type", "atomic operation type"},
-    {'O', "dualport", "dual-port mode"},
-    {'l', "post_list", "chain n requests per post"},
-    {'f', "margin", "duration margin"},
-    {'B', "source_mac", "raw Ethernet source MAC"},
-    {'E', "dest_mac", "raw Ethernet destination MAC"},
-    {'J', "dest_ip", "raw Ethernet destination IP"},
-    {'j', "source_ip", "raw Ethernet source IP"},
-    {'K', "dest_port", "raw Ethernet destination port"},
-    {'k', "source_port", "raw Ethernet source port"},
-    {'Y', "ethertype", "raw Ethernet ethertype"},
-    {'w', "limit_bw", "fail below a bandwidth"},
-    {'y', "limit_msgrate", "fail below a message rate"},
-    {'Z', "server", "raw Ethernet server role"},
-    {'P', "client", "raw Ethernet client role"},
-    {'v', "mac_fwd", "MAC forwarding"},
-    {'G', "use_rss", "receive side scaling"},
-    {'W', "report-counters", "report device counters"},
-    {0, "run_infinitely", "run without end, printing every -D seconds"},
-    {0, "use-srq", "shared receive queue"},
-    {0, "no_lock", "lock-free thread domain"},
-    {0, "use-null-mr", "null memory region"},
-    {0, "report-both", "report both sides"},
-    {0, "reversed", "server sends, client receives"},
-    {0, "pkey_index", "partition key index"},
-    {0, "tcp", "raw Ethernet TCP"},
-    {0, "burst_size", "rate-limited bursts"},
-    {0, "typical_pkt_size", "rate limiter packet size"},
-    {0, "rate_limit", "rate limit"},
-    {0, "rate_limit_type", "rate limiter type"},
-    {0, "rate_units", "rate limiter units"},
-    {0, "output", "print one number only"},
-    {0, "cpu_util", "report CPU utilization"},
-    {0, "latency_gap", "gap between latency iterations"},
-    {0, "flow_label", "IPv6 flow label"},
-    {0, "retry_count", "transport retry count: Rig's connect uses 7"},
-    {0, "dont_xchg_versions", "skip the version exchange"},
-    {0, "payload_file_path", "payload from a file"},
-    {0, "use_cuda", "GPU memory"},
-    {0, "use_rocm", "GPU memory"},
-    {0, "use_hl", "accelerator memory"},
-    {0, "mmap", "memory from a file"},
-    {0, "ipv6", "IPv6 raw Ethernet"},
-    {0, "report-per-port", "per-port bandwidth"},
-    {0, "odp", "on-demand paging"},
-    {0, "use_hugepages", "hugepage buffers: Rig takes hugepages when the host has them"},
-    {0, "use_old_post_send", "ibv_post_send instead of ibv_wr_*"},
-    {0, "mr_per_qp", "a memory region per queue pair"},
-    {0, "dlid", "destination LID"},
-    {0, "tclass", "traffic class"},
-    {0, "wait_destroy", "wait before destroying"},
-    {0, "reply_every", "latency reply frequency"},
-    {0, "perform_warm_up", "warm-up before the bandwidth test"},
-    {0, "recv_post_list", "chain n receives per post"},
-    {0, "write_with_imm", "RDMA WRITE with immediate"},
-    {0, "send_with_imm", "SEND with immediate"},
-    {0, "data_validation", "check the data moved"},
-    {0, "disable_pcie_relaxed", "no PCIe relaxed ordering"},
-};
-
-std::string not_supported(const not_supported_flag& f, bool as_short) {
-    const std::string flag = as_short ? std::string("-") + f.short_name : "--" + std::string(f.name);
-    return "not supported: " + flag + " (" + std::string(f.what) + ")";
-}
 
 // An unsigned decimal (or 0x hexadecimal) number in [lo, hi], or why not.
 std::expected<std::uint64_t, std::string> number(const std::string& flag, const std::string& text, std::uint64_t lo,
@@ -184,59 +87,20 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
     given g;
     std::vector<std::string> positional;
 
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a.size() < 2 || a[0] != '-') {
-            positional.push_back(a);
+    for (const token& t : scan(args)) {
+        if (!t.error.empty()) {
+            return std::unexpected(t.error);
+        }
+        if (t.f == nullptr) {
+            positional.push_back(*t.value);
             continue;
         }
-        // The flag's canonical short letter (or 0) and long name, and an attached value.
-        char letter = 0;
-        std::string name;
-        std::optional<std::string> attached;
-        if (a[1] == '-') {
-            name = a.substr(2);
-            if (auto eq = name.find('='); eq != std::string::npos) {
-                attached = name.substr(eq + 1);
-                name.resize(eq);
-            }
-        } else {
-            letter = a[1];
-            if (a.size() > 2) {
-                attached = a.substr(2);
-            }
+        if (t.f->id == opt::none) {
+            return std::unexpected("not supported: " + t.spelled() + " (" + std::string(t.f->refusal) + ")");
         }
-        const bool as_short = letter != 0;
-        for (const auto& f : unsupported) {
-            if ((as_short && f.short_name == letter) || (!as_short && f.name == name)) {
-                return std::unexpected(not_supported(f, as_short));
-            }
-        }
-        const std::string flag = as_short ? std::string("-") + letter : "--" + name;
-        auto is = [&](char s, std::string_view l) { return as_short ? letter == s : name == l; };
-        // A flag without a value must not carry one.
-        auto no_value = [&]() -> std::expected<void, std::string> {
-            if (attached) {
-                return std::unexpected(flag + " takes no value (got '" + *attached + "')");
-            }
-            return {};
-        };
-        auto value = [&]() -> std::expected<std::string, std::string> {
-            if (attached) {
-                return *attached;
-            }
-            if (i + 1 >= args.size()) {
-                return std::unexpected(flag + " needs a value");
-            }
-            return args[++i];
-        };
-        auto numeric = [&](std::uint64_t lo, std::uint64_t hi) -> std::expected<std::uint64_t, std::string> {
-            auto v = value();
-            if (!v) {
-                return std::unexpected(v.error());
-            }
-            return number(flag, *v, lo, hi);
-        };
+        const std::string flag = t.spelled();
+        const std::string v = t.value.value_or("");  // getopt_long gave an argument iff the option takes one
+        auto numeric = [&](std::uint64_t lo, std::uint64_t hi) { return number(flag, v, lo, hi); };
 
 #define RIG_PERF_TRY(var, expr)                       \
     auto var = (expr);                                \
@@ -244,107 +108,116 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
         return std::unexpected(std::move(var.error())); \
     }
 
-        if (is('h', "help")) {
-            RIG_PERF_TRY(ok, no_value());
-            o.help = true;
-        } else if (is('d', "ib-dev")) {
-            RIG_PERF_TRY(v, value());
-            if (v->empty()) {
+        switch (t.f->id) {
+        case opt::help: o.help = true; break;
+        case opt::ib_dev:
+            if (v.empty()) {
                 return std::unexpected(flag + " '': names no device (a PCI address or vfio-user:PATH)");
             }
-            o.device = *v;
-        } else if (is('s', "size")) {
-            RIG_PERF_TRY(v, numeric(1, max_message));
-            o.size = *v;
+            o.device = v;
+            break;
+        case opt::size: {
+            RIG_PERF_TRY(n, numeric(1, max_message));
+            o.size = *n;
             g.size = true;
-        } else if (is('a', "all")) {
-            RIG_PERF_TRY(ok, no_value());
-            o.all_sizes = true;
-        } else if (is('n', "iters")) {
-            RIG_PERF_TRY(v, numeric(5, max_iterations));
-            o.iterations = *v;
+            break;
+        }
+        case opt::all: o.all_sizes = true; break;
+        case opt::iters: {
+            RIG_PERF_TRY(n, numeric(5, max_iterations));
+            o.iterations = *n;
             g.iterations = true;
-        } else if (is('D', "duration")) {
-            RIG_PERF_TRY(v, numeric(1, 3600));
-            o.duration = std::chrono::seconds(*v);
+            break;
+        }
+        case opt::duration: {
+            RIG_PERF_TRY(n, numeric(1, 3600));
+            o.duration = std::chrono::seconds(*n);
             g.duration = true;
-        } else if (is('q', "qp")) {
+            break;
+        }
+        case opt::qp: {
             // perftest's range (MAX_QP_NUM); the NIC's own limit shows when make_qp is refused
-            RIG_PERF_TRY(v, numeric(1, max_queue_pairs));
-            o.queue_pairs = static_cast<std::uint32_t>(*v);
+            RIG_PERF_TRY(n, numeric(1, max_queue_pairs));
+            o.queue_pairs = static_cast<std::uint32_t>(*n);
             g.queue_pairs = true;
-        } else if (is('t', "tx-depth")) {
-            RIG_PERF_TRY(v, numeric(1, max_depth));
-            o.tx_depth = static_cast<std::uint32_t>(*v);
+            break;
+        }
+        case opt::tx_depth: {
+            RIG_PERF_TRY(n, numeric(1, max_depth));
+            o.tx_depth = static_cast<std::uint32_t>(*n);
             g.tx_depth = true;
-        } else if (is('p', "port")) {
-            RIG_PERF_TRY(v, numeric(1, 65535));
-            o.port = static_cast<std::uint16_t>(*v);
-        } else if (is('I', "inline_size")) {
-            RIG_PERF_TRY(v, numeric(0, std::numeric_limits<std::uint32_t>::max()));
-            if (*v > max_inline) {
-                return std::unexpected(flag + " " + std::to_string(*v) + ": at most " + std::to_string(max_inline) +
+            break;
+        }
+        case opt::port: {
+            RIG_PERF_TRY(n, numeric(1, 65535));
+            o.port = static_cast<std::uint16_t>(*n);
+            break;
+        }
+        case opt::inline_size: {
+            RIG_PERF_TRY(n, numeric(0, std::numeric_limits<std::uint32_t>::max()));
+            if (*n > max_inline) {
+                return std::unexpected(flag + " " + std::to_string(*n) + ": at most " + std::to_string(max_inline) +
                                        " (an inline RDMA WRITE carries 28 bytes on mlx5, 96 on bnxt)");
             }
-            o.inline_size = static_cast<std::uint32_t>(*v);
+            o.inline_size = static_cast<std::uint32_t>(*n);
             g.inline_size = true;
-        } else if (is('m', "mtu")) {
-            RIG_PERF_TRY(v, numeric(256, 4096));
-            if (!std::has_single_bit(*v)) {
-                return std::unexpected(flag + " " + std::to_string(*v) + ": not a path MTU (256, 512, 1024, 2048, 4096)");
+            break;
+        }
+        case opt::mtu: {
+            RIG_PERF_TRY(n, numeric(256, 4096));
+            if (!std::has_single_bit(*n)) {
+                return std::unexpected(flag + " " + std::to_string(*n) + ": not a path MTU (256, 512, 1024, 2048, 4096)");
             }
-            o.mtu = static_cast<std::uint32_t>(*v);
-        } else if (is('F', "CPU-freq")) {
-            RIG_PERF_TRY(ok, no_value());
-            o.ignore_cpu_freq = true;
-        } else if (!as_short && name == "report_gbits") {
-            RIG_PERF_TRY(ok, no_value());
-            o.report_gbits = true;
-        } else if (!as_short && name == "out_json") {
-            RIG_PERF_TRY(ok, no_value());
+            o.mtu = static_cast<std::uint32_t>(*n);
+            break;
+        }
+        case opt::cpu_freq: o.ignore_cpu_freq = true; break;
+        case opt::report_gbits: o.report_gbits = true; break;
+        case opt::out_json:
             if (!o.json_path) {
                 o.json_path = "perftest_out.json";
             }
-        } else if (!as_short && name == "out_json_file") {
-            RIG_PERF_TRY(v, value());
-            if (v->empty()) {
+            break;
+        case opt::out_json_file:
+            if (v.empty()) {
                 return std::unexpected(flag + " '': names no file");
             }
-            o.json_path = *v;
-        } else if (!as_short && name == "sim") {
-            RIG_PERF_TRY(ok, no_value());
-            o.sim = true;
-        } else if (!as_short && name == "family") {
-            RIG_PERF_TRY(v, value());
-            if (*v != "mlx5" && *v != "bnxt" && *v != "mixed") {
-                return std::unexpected(flag + " " + *v + ": not mlx5, bnxt or mixed");
+            o.json_path = v;
+            break;
+        case opt::sim: o.sim = true; break;
+        case opt::family:
+            if (v != "mlx5" && v != "bnxt" && v != "mixed") {
+                return std::unexpected(flag + " " + v + ": not mlx5, bnxt or mixed");
             }
-            o.sim_family = *v;
+            o.sim_family = v;
             g.sim_family = true;
-        } else if (!as_short && name == "plot") {
-            RIG_PERF_TRY(v, value());
-            if (v->empty()) {
+            break;
+        case opt::plot:
+            if (v.empty()) {
                 return std::unexpected(flag + " '': names no file");
             }
-            if (auto f = plot_format_of(*v); !f) {  // refused before the run, not after it
-                return std::unexpected(flag + " " + *v + ": " + f.error());
+            if (auto f = plot_format_of(v); !f) {  // refused before the run, not after it
+                return std::unexpected(flag + " " + v + ": " + f.error());
             }
-            o.plot_path = *v;
-        } else if (!as_short && name == "bind") {
-            RIG_PERF_TRY(v, value());
+            o.plot_path = v;
+            break;
+        case opt::bind: {
             in6_addr a6{};
             in_addr a4{};
-            if (::inet_pton(AF_INET, v->c_str(), &a4) != 1 && ::inet_pton(AF_INET6, v->c_str(), &a6) != 1) {
-                return std::unexpected(flag + " " + (v->empty() ? std::string("''") : *v) +
+            if (::inet_pton(AF_INET, v.c_str(), &a4) != 1 && ::inet_pton(AF_INET6, v.c_str(), &a6) != 1) {
+                return std::unexpected(flag + " " + (v.empty() ? std::string("''") : v) +
                                        ": not an IPv4 or IPv6 address");
             }
-            o.bind_address = *v;
-        } else if (!as_short && name == "max-size") {
-            RIG_PERF_TRY(v, numeric(2, 1ull << 23));
-            o.max_size = *v;
+            o.bind_address = v;
+            break;
+        }
+        case opt::max_size: {
+            RIG_PERF_TRY(n, numeric(2, 1ull << 23));
+            o.max_size = *n;
             g.max_size = true;
-        } else {
-            return std::unexpected("unknown option: " + flag + " (see --help)");
+            break;
+        }
+        case opt::none: break;  // refused above
         }
 #undef RIG_PERF_TRY
     }

@@ -1,12 +1,14 @@
 #pragma once
 // rig-perf's command line: `rig-perf <test> [options] [server]`, perftest's flags with their
-// long and short forms, meanings and defaults (reference perftest-and-performance.md §1.2,
-// §1.3), plus --sim, --plot FILE and --max-size N. A pure function of the arguments, so each
+// long and short forms, meanings and defaults (perftest's src/perftest_parameters.c: usage(),
+// parser(), init_perftest_params), plus --sim, --plot FILE and --max-size N. A pure function of the arguments, so each
 // flag and each refusal is unit-tested.
 //
-// Like getopt_long: `-s 64`, `-s64`, `--size 64` and `--size=64` are the same. A flag perftest
-// has and rig-perf does not is refused by name with what it does ("not supported: -b
-// (bidirectional bandwidth)"), never ignored.
+// The syntax is perftest's own, read by getopt_long with perftest's option table (args.hpp):
+// `-s 64`, `-s64`, `--size 64`, `--size=64` and a unique prefix (`--si 64`) are the same, short
+// flags cluster (`-aF`), `--` ends the options. A flag perftest has and rig-perf does not is
+// refused by name with what it does ("not supported: -b (bidirectional bandwidth)"), never
+// ignored.
 #include <expected>
 #include <string>
 #include <string_view>

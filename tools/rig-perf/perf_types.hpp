@@ -1,7 +1,7 @@
 #pragma once
 // What rig-perf's parts share: the test a run performs, the options it was given, and the
-// figures it measured (one row per message size), in perftest's units (reference
-// perftest-and-performance.md §1.5, §1.6).
+// figures it measured (one row per message size), in perftest's units (perftest's
+// src/perftest_parameters.c: print_report_bw, print_report_lat).
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -79,7 +79,7 @@ struct bw_row {
     double msg_rate_mpps = 0;
 };
 
-// One row of a latency table, in microseconds, computed as perftest does (§1.5: RTT/2 for
+// One row of a latency table, in microseconds, computed as perftest does (print_report_lat: RTT/2 for
 // WRITE and SEND, t_max the second largest sample, percentiles at ceil(n * p)).
 struct lat_row {
     std::uint64_t bytes = 0;

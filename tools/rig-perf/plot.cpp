@@ -73,7 +73,7 @@ std::string svg_of(const layout& d) {
     std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(canvas_w, 0) + "\" height=\"" +
                       num(canvas_h, 0) + "\" viewBox=\"0 0 " + num(canvas_w, 0) + " " + num(canvas_h, 0) +
-                      "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+                      "\" font-family=\"DejaVu Sans, sans-serif\" font-size=\"12\">\n";
     svg += "<rect x=\"0\" y=\"0\" width=\"" + num(canvas_w, 0) + "\" height=\"" + num(canvas_h, 0) +
            "\" fill=\"white\"/>\n";
     svg += "<title>" + esc(d.title) + "</title>\n";

@@ -1,10 +1,15 @@
 #pragma once
-// rig-perf --plot FILE.svg or FILE.png: the run's figures against message size, drawn by hand
-// (no plotting or image library). A bandwidth report draws the average bandwidth (left axis)
-// and the message rate (right axis, Mpps); a latency report draws t_min, t_typical, the 99% and
-// the 99.9% percentiles (µs, log10 axis: tails run orders of magnitude above the median). The x
-// axis is log2 of the message size (2 B … 8 MiB ticks). Both formats draw the same layout
-// (plot_layout.hpp): SVG as text, PNG rasterized (plot_png.cpp, raster.hpp, png.hpp).
+// rig-perf --plot FILE.svg or FILE.png: the run's figures against message size. A bandwidth
+// report draws the average bandwidth (left axis) and the message rate (right axis, Mpps); a
+// latency report draws t_min, t_typical, the 99% and the 99.9% percentiles (µs, log10 axis:
+// tails run orders of magnitude above the median). The x axis is log2 of the message size
+// (2 B … 8 MiB ticks). Both formats draw the same layout (plot_layout.hpp).
+//
+// The PNG is rendered by Cairo with DejaVu Sans (plot_png.cpp). The SVG is written here as
+// text, not through Cairo's SVG surface: that one turns every label into glyph outlines, so its
+// text could no longer be searched, selected, read by a screen reader or restyled, and the
+// series and axes would lose their names (<polyline>, <g id="y-left">); written by hand it is
+// a few lines per element, checked by an XML parser in the tests.
 #include <cstdint>
 #include <expected>
 #include <string>
@@ -24,7 +29,8 @@ std::expected<plot_format, std::string> plot_format_of(const std::string& path);
 // The SVG document for r. Bandwidth in Gb/s (10^9 bit/s) when report_gbits, else MiB/s, as the
 // tables print it. Error if r has no rows of its kind or a figure is not finite.
 std::expected<std::string, std::string> render_plot(const run_report& r, bool report_gbits = false);
-// The same drawing as a 900 x 520 RGB PNG file's bytes; the same errors.
+// The same drawing as a 900 x 520 RGB PNG file's bytes (Cairo); the same errors, and Cairo's
+// own ("--plot: cairo: ...").
 std::expected<std::vector<std::uint8_t>, std::string> render_png(const run_report& r, bool report_gbits = false);
 
 // Writes r's drawing to path in the format its extension names. Errors, and nothing written:

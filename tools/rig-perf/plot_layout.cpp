@@ -182,8 +182,8 @@ layout place(const std::string& title, const std::vector<double>& sizes, const s
         out.lines.push_back(std::move(s));
     }
     // the legend: one row between the title and the frame, centred, where no data can lie
-    // (an entry's width allows 7 units a character: a 12-unit sans-serif's, and more than the
-    // PNG font's 6)
+    // (an entry's width allows 7 units a character: more than DejaVu Sans at 12 units averages
+    // over these names, digits and capitals included)
     const auto entry_width = [](const series& s) { return 46 + 7 * static_cast<double>(s.name.size()); };
     double legend_width = 0;
     for (const series& s : out.lines) {

@@ -2,7 +2,7 @@
 // What rig-perf --plot draws, whatever the file format: the canvas, the title, the axes (their
 // ranges, ticks, grid lines and labels), the frame, one series per figure with its points
 // already in canvas coordinates, and the legend. plot.cpp writes it as SVG and plot_png.cpp
-// rasterizes it, so both formats show the same drawing from one computation.
+// renders it through Cairo, so both formats show the same drawing from one computation.
 //
 // Coordinates are SVG user units with y down, on a 900 x 520 canvas (the PNG's pixels). The x
 // axis is log2 of the message size; the left value axis is linear from 0 (bandwidth) or log10
@@ -80,7 +80,13 @@ std::expected<layout, std::string> layout_of(const run_report& r, bool report_gb
 // "2 B", "64 KiB", "8 MiB": a power of two in the largest binary unit it fills.
 std::string size_label(double bytes);
 
-// The drawing rasterized at one pixel a unit and encoded as a PNG file (plot_png.cpp).
-std::vector<std::uint8_t> png_of(const layout& d);
+// The drawing rendered by Cairo at one pixel a unit and encoded as a PNG file (plot_png.cpp),
+// or Cairo's error ("--plot: cairo: ...").
+std::expected<std::vector<std::uint8_t>, std::string> png_of(const layout& d);
+
+// The face the PNG's text is drawn in, "family style" as the font file names it ("DejaVu Sans
+// Book", bold: "DejaVu Sans Bold"): what fontconfig found for DejaVu Sans, a substitute if it
+// is not installed; empty if Cairo's font backend is not FreeType.
+std::string png_font(bool bold);
 
 }  // namespace rig::perf::plot

@@ -3,7 +3,12 @@
 // Debian's 6.06), tabs included.
 #include "tools/rig-perf/report.hpp"
 
+#include <charconv>
+#include <cmath>
+#include <utility>
+
 #include <fmt/printf.h>
+#include <nlohmann/json.hpp>
 
 namespace rig::perf {
 
@@ -22,61 +27,55 @@ constexpr const char* REPORT_FMT_LAT =
     " %-7lu %lu          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f";
 constexpr const char* REPORT_FMT_LAT_DUR = " %-7lu       %lu            %-7.2f        %-7.2f";
 constexpr const char* REPORT_EXT = "\n";
-constexpr const char* REPORT_FMT_JSON =
-    "\"MsgSize\": %lu,\n\"n_iterations\": %lu,\n\"BW_peak\": %.2lf,\n\"BW_average\": %.2lf,\n\"MsgRate\": %.6lf";
-constexpr const char* REPORT_FMT_EXT_JSON =
-    "\"MsgSize\": %lu,\n\"n_iterations\": %lu,\n\"BW_peak\": %.6lf,\n\"BW_average\": %.6lf,\n\"MsgRate\": %.6lf";
-constexpr const char* REPORT_FMT_LAT_JSON =
-    "\"MsgSize\": %lu,\n\"n_iterations\": %lu,\n\"t_min\": %.2f,\n\"t_max\": %.2f,\n\"t_typical\": %.2f,\n\"t_avg\": "
-    "%.2f,\n\"t_stdev\": %.2f,\n\"percentile_99\": %.2f,\n\"percentile_99.9\": %.2f";
-constexpr const char* REPORT_FMT_LAT_DUR_JSON =
-    "\"MsgSize\": %lu,\n\"n_iterations\": %lu,\n\"t_avg\": %.2f,\n\"tps_average\": %.2f";
 
 // perftest shows BW figures with 6 decimals when --report_gbits and the average is under 0.1.
 bool more_decimals(const bw_row& r, bool gbits) { return gbits && gbits_of_mib(r.bw_average_mib) < 0.1; }
 
-// JSON has no NaN or infinity: printf writes "nan"/"inf", which no JSON reader takes. A figure
-// that is not finite (a run too short to time, 0/0) is written as null; perftest's own
-// print_report_bw would write the bare word.
-std::string finite_json(std::string fields) {
-    for (const std::string_view word : {": -nan", ": nan", ": -inf", ": inf"}) {
-        for (auto at = fields.find(word); at != std::string::npos; at = fields.find(word, at)) {
-            fields.replace(at, word.size(), ": null");
-        }
+using json = nlohmann::ordered_json;  // keeps the keys in perftest's order
+
+// A figure as perftest's JSON writes it, rounded to the decimals of its printf format (%.2f,
+// %.6f), so a reader gets the number perftest's file and the table show. JSON has no NaN or
+// infinity: a figure that is not finite (a run too short to time, 0/0) is null, where
+// perftest's own printf would write a bare nan that no JSON reader takes.
+json figure(double v, int decimals) {
+    if (!std::isfinite(v)) {
+        return nullptr;
     }
-    return fields;
+    const std::string printed = fmt::sprintf("%.*f", decimals, v);
+    double rounded = v;
+    std::from_chars(printed.data(), printed.data() + printed.size(), rounded);  // not the locale's strtod
+    return rounded;
 }
 
-std::string bw_fields_json(const bw_row& r, bool gbits) {
+// REPORT_FMT_JSON, or REPORT_FMT_EXT_JSON (6 decimals) where the table prints 6
+void bw_fields(json& j, const bw_row& r, bool gbits) {
     const double peak = gbits ? gbits_of_mib(r.bw_peak_mib) : r.bw_peak_mib;
     const double avg = gbits ? gbits_of_mib(r.bw_average_mib) : r.bw_average_mib;
-    return finite_json(fmt::sprintf(more_decimals(r, gbits) ? REPORT_FMT_EXT_JSON : REPORT_FMT_JSON, r.bytes,
-                                    r.iterations, peak, avg, r.msg_rate_mpps));
+    const int decimals = more_decimals(r, gbits) ? 6 : 2;
+    j["MsgSize"] = r.bytes;
+    j["n_iterations"] = r.iterations;
+    j["BW_peak"] = figure(peak, decimals);
+    j["BW_average"] = figure(avg, decimals);
+    j["MsgRate"] = figure(r.msg_rate_mpps, 6);
 }
 
-std::string lat_fields_json(const lat_row& r, bool duration) {
+// REPORT_FMT_LAT_JSON and rig-perf's percentile_50, percentile_90, t_max_all; with -D
+// REPORT_FMT_LAT_DUR_JSON
+void lat_fields(json& j, const lat_row& r, bool duration) {
+    j["MsgSize"] = r.bytes;
+    j["n_iterations"] = r.iterations;
     if (duration) {
-        return finite_json(fmt::sprintf(REPORT_FMT_LAT_DUR_JSON, r.bytes, r.iterations, r.t_avg, r.tps));
+        j["t_avg"] = figure(r.t_avg, 2);
+        j["tps_average"] = figure(r.tps, 2);
+        return;
     }
-    return finite_json(fmt::sprintf(REPORT_FMT_LAT_JSON, r.bytes, r.iterations, r.t_min, r.t_max, r.t_typical, r.t_avg,
-                                    r.t_stdev, r.p99, r.p999) +
-                       fmt::sprintf(",\n\"percentile_50\": %.2f,\n\"percentile_90\": %.2f,\n\"t_max_all\": %.2f",
-                                    r.p50, r.p90, r.max));
-}
-
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::sprintf("\\u%04x", static_cast<unsigned>(c));
-        } else {
-            out += c;
-        }
+    const std::pair<const char*, double> fields[] = {
+        {"t_min", r.t_min}, {"t_max", r.t_max}, {"t_typical", r.t_typical}, {"t_avg", r.t_avg},
+        {"t_stdev", r.t_stdev}, {"percentile_99", r.p99}, {"percentile_99.9", r.p999},
+        {"percentile_50", r.p50}, {"percentile_90", r.p90}, {"t_max_all", r.max}};
+    for (const auto& [key, v] : fields) {
+        j[key] = figure(v, 2);
     }
-    return out + "\"";
 }
 
 }  // namespace
@@ -174,44 +173,56 @@ std::string json_report(const test_info& t, const run_report& r, bool gbits) {
     for (char& c : title) {
         c = c == ' ' ? '_' : c;
     }
-    std::string s = "{\n\"test_info\": {\n";
-    s += "\"test\": " + json_string(title) + ",\n";
-    s += "\"Dual_port\": \"OFF\",\n\"Device\": " + json_string(t.device) + ",\n";
-    s += fmt::sprintf("\"Number_of_qps\": %d,\n\"Transport_type\": \"%s\",\n", t.queue_pairs, "IB");
-    s += "\"Connection_type\": \"RC\",\n\"Using_SRQ\": \"OFF\",\n";
-    s += "\"PCIe_relax_order\": \"OFF\",\n\"ibv_wr_API\": \"OFF\",\n";
+    json info;
+    info["test"] = title;
+    info["Dual_port"] = "OFF";
+    info["Device"] = t.device;
+    info["Number_of_qps"] = t.queue_pairs;
+    info["Transport_type"] = "IB";
+    info["Connection_type"] = "RC";
+    info["Using_SRQ"] = "OFF";
+    info["PCIe_relax_order"] = "OFF";
+    info["ibv_wr_API"] = "OFF";
     if (t.client) {
-        s += fmt::sprintf("\"TX_depth\": %d,\n", t.tx_depth);
+        info["TX_depth"] = t.tx_depth;
     }
     if (is_send(t.kind) && !t.client) {
-        s += fmt::sprintf("\"RX_depth\": %d,\n", t.rx_depth);
+        info["RX_depth"] = t.rx_depth;
     }
     if (!is_latency(t.kind)) {
-        s += "\"CQ_Moderation\": 1,\n";
+        info["CQ_Moderation"] = 1;
     }
-    s += fmt::sprintf("\"Mtu\": %lu,\n\"Link_type\": \"%s\",\n\"GID_index\": %d,\n", t.mtu_bytes, "Ethernet", 0);
+    info["Mtu"] = t.mtu_bytes;
+    info["Link_type"] = "Ethernet";
+    info["GID_index"] = 0;
     if (!is_read(t.kind)) {
-        s += fmt::sprintf("\"Max_inline_data\": %d,\n", t.inline_size);
+        info["Max_inline_data"] = t.inline_size;
     } else {
-        s += fmt::sprintf("\"Outstand_reads\": %d,\n", t.out_reads);
+        info["Outstand_reads"] = t.out_reads;
     }
-    s += "\"rdma_cm_QPs\": \"OFF\",\n\"Data_ex_method\": \"Ethernet\"\n},\n";
+    info["rdma_cm_QPs"] = "OFF";
+    info["Data_ex_method"] = "Ethernet";
 
-    // results: the last size, as perftest (which writes its file once per size) leaves it
-    auto fields = [&](std::size_t i) {
-        return is_latency(t.kind) ? lat_fields_json(r.lat[i], t.duration) : bw_fields_json(r.bw[i], gbits);
-    };
+    // results: the last size, as perftest (which writes its file once per size) leaves it;
+    // rig_results: every size
     const std::size_t n = is_latency(t.kind) ? r.lat.size() : r.bw.size();
-    s += "\"results\": {\n";
-    if (n > 0) {
-        s += fields(n - 1) + "\n";
-    }
-    s += "},\n\"rig_results\": [";
+    json rows = json::array();
     for (std::size_t i = 0; i < n; ++i) {
-        s += std::string(i == 0 ? "\n" : ",\n") + "{\n" + fields(i) + "\n}";
+        json row = json::object();
+        if (is_latency(t.kind)) {
+            lat_fields(row, r.lat[i], t.duration);
+        } else {
+            bw_fields(row, r.bw[i], gbits);
+        }
+        rows.push_back(std::move(row));
     }
-    s += "\n]\n}\n";
-    return s;
+    json doc;
+    doc["test_info"] = std::move(info);
+    doc["results"] = n > 0 ? rows.back() : json::object();
+    doc["rig_results"] = std::move(rows);
+    // perftest's layout: one member a line, no indent; a device name that is not UTF-8 gets
+    // U+FFFD rather than an exception
+    return doc.dump(0, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rig::perf

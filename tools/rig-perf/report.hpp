@@ -1,6 +1,6 @@
 #pragma once
-// What rig-perf prints and writes, in perftest's exact layout (reference
-// perftest-and-performance.md §1.5, §1.6; perftest_parameters.h/.c of upstream 6.29): the
+// What rig-perf prints and writes, in perftest's exact layout (perftest_parameters.h/.c of
+// upstream 6.29): the
 // header block (RESULT_LINE of 87 '-', the title, the field lines that apply), the address
 // lines, the table headers (RESULT_FMT, RESULT_FMT_G, RESULT_FMT_LAT, RESULT_FMT_LAT_DUR) and
 // rows (REPORT_FMT, REPORT_FMT_EXT, REPORT_FMT_LAT, REPORT_FMT_LAT_DUR) and the JSON report,
@@ -44,7 +44,10 @@ std::string lat_row_line(const lat_row& r, bool duration);
 // { "test_info": {...}, "results": {...the last size, perftest's keys...},
 //   "rig_results": [ {...every size...} ] }. Latency sizes also carry "percentile_50",
 // "percentile_90" and "t_max_all" (the largest sample); -D latency rows "t_avg" and
-// "tps_average" as perftest.
+// "tps_average" as perftest. Written by nlohmann-json in perftest's layout (one member a line,
+// keys in perftest's order); each figure is the number perftest prints (rounded to its %.2f or
+// %.6f), written in the shortest form that reads back as it ("1.5" for perftest's "1.50"), and
+// null when it is not finite (NaN, infinity), so the file is always valid JSON.
 std::string json_report(const test_info& t, const run_report& r, bool gbits);
 
 // MiB/s to Gb/s (10^9 bit): x 2^20 x 8 / 10^9.

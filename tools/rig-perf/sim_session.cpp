@@ -33,6 +33,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.hpp"
+
 namespace rig::perf {
 
 namespace {
@@ -363,9 +365,8 @@ std::string executable_dir() {
 }  // namespace
 
 bool names_port(const std::vector<std::string>& args) {
-    for (const std::string& a : args) {
-        if (a == "-p" || a == "--port" || a.starts_with("--port=") || (a.starts_with("-p") && a.size() > 2 && a[1] == 'p' &&
-                                                                         a[2] >= '0' && a[2] <= '9')) {
+    for (const token& t : scan(args)) {
+        if (t.f != nullptr && t.f->id == opt::port && t.error.empty()) {
             return true;
         }
     }
@@ -374,31 +375,22 @@ bool names_port(const std::vector<std::string>& args) {
 
 std::vector<std::string> server_arguments(const std::vector<std::string>& args_for_server, const std::string& device,
                                           std::uint16_t port) {
-    // options that take a value as the next argument, and their attached forms
-    const auto with_value = [](std::string_view a) {
-        return a == "-d" || a == "--ib-dev" || a == "-p" || a == "--port" || a == "--plot" || a == "--out_json_file" ||
-               a == "--family";
-    };
-    const auto attached = [](std::string_view a) {
-        return a.starts_with("--ib-dev=") || a.starts_with("--port=") || a.starts_with("--plot=") ||
-               a.starts_with("--out_json_file=") || a.starts_with("--family=") ||
-               (a.size() > 2 && (a.starts_with("-d") || a.starts_with("-p")));
-    };
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < args_for_server.size(); ++i) {
-        const std::string& a = args_for_server[i];
-        if (a == "--sim" || a == "--out_json") {
-            continue;
+    // read as parse_options reads them (getopt_long: -p7, --po=7 and -ap 7 all name the port),
+    // so that what only the client carries leaves in every spelling
+    // (what it cannot read is no rig-perf option: parse_options refused it before a session
+    // starts; a stand-in's own flags go on as given)
+    std::vector<std::string> out = arguments_of(scan(args_for_server), [](const flag& f) {
+        switch (f.id) {
+        case opt::sim:
+        case opt::ib_dev:
+        case opt::port:
+        case opt::plot:
+        case opt::out_json:
+        case opt::out_json_file:
+        case opt::family: return false;
+        default: return true;
         }
-        if (with_value(a)) {
-            ++i;  // and its value
-            continue;
-        }
-        if (attached(a)) {
-            continue;
-        }
-        out.push_back(a);
-    }
+    });
     out.insert(out.end(), {"-d", device, "-p", std::to_string(port)});
     return out;
 }

@@ -53,11 +53,13 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
 std::string find_nicsim();
 
 // The server's command line after its executable: args_for_server without the options that
-// only the client may carry (see run_with_sim), then -d DEVICE -p PORT.
+// only the client may carry (see run_with_sim), each other option written back as given (a
+// cluster -aF as -a -F, a prefix --si as --size), then -d DEVICE -p PORT.
 std::vector<std::string> server_arguments(const std::vector<std::string>& args_for_server,
                                           const std::string& device, std::uint16_t port);
 
-// Whether args name the out-of-band port (-p N, -pN, --port N, --port=N).
+// Whether args name the out-of-band port (-p N, -pN, --port N, --port=N, -ap N: read as
+// parse_options reads them, args.hpp).
 bool names_port(const std::vector<std::string>& args);
 
 }  // namespace rig::perf

@@ -1,6 +1,6 @@
 #pragma once
-// The figures of a run, computed from its timestamps as perftest computes them (reference
-// perftest-and-performance.md §1.5; perftest_parameters.c print_report_bw/print_report_lat).
+// The figures of a run, computed from its timestamps as perftest computes them
+// (perftest_parameters.c print_report_bw/print_report_lat).
 // Timestamps are nanoseconds of the monotonic clock (perftest counts TSC cycles; -F is moot).
 #include <cstdint>
 #include <span>

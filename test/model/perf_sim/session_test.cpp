@@ -197,6 +197,18 @@ TEST_CASE("perf sim: server arguments drop what only the client carries, then na
     CHECK(perf::names_port({"--port=1"}));
     CHECK(perf::names_port({"-p18515"}));
     CHECK_FALSE(perf::names_port({"write_bw", "-s", "2", "--plot", "p.svg"}));
+    // read as parse_options reads them (getopt_long): a cluster, a prefix, an attached value
+    const std::vector<std::string> getopt_in{"write_bw", "--sim", "-aFp", "7000", "--plo=a.png", "--fam", "bnxt",
+                                             "--siz=64", "-n5", "--out_json_f", "-r.json", "--report_g"};
+    const std::vector<std::string> getopt_want{"write_bw", "-a", "-F", "--size", "64", "-n", "5", "--report_gbits",
+                                               "-d", "vfio-user:/t/mlx5-1.sock", "-p", "4242"};
+    CHECK(perf::server_arguments(getopt_in, "vfio-user:/t/mlx5-1.sock", 4242) == getopt_want);
+    // what is no rig-perf option (a stand-in's own flag) goes on as given, read around
+    CHECK(perf::server_arguments({"write_bw", "--standin-x=1", "-a5", "--sim", "--all=2"}, "d", 1) ==
+          std::vector<std::string>{"write_bw", "--standin-x=1", "-a", "-5", "--all=2", "-d", "d", "-p", "1"});
+    CHECK(perf::names_port({"write_bw", "-aFp", "7000"}));
+    CHECK(perf::names_port({"write_bw", "--por=7000"}));
+    CHECK_FALSE(perf::names_port({"write_bw", "--plot", "-p9.svg"}));  // the plot's name, not a port
 }
 
 TEST_CASE("perf sim: a normal run reaches both functions and leaves no process or socket", "[perf][sim]") {

@@ -1,10 +1,12 @@
 // rig-perf's command line (tools/rig-perf/options.hpp): every flag in its short, long and
 // attached forms, the defaults per test, every bad value and the perftest flags refused.
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "tools/rig-perf/args.hpp"
 #include "tools/rig-perf/options.hpp"
 
 namespace {
@@ -171,13 +173,17 @@ TEST_CASE("rig-perf options: each bad value named with the flag", "[unit][perf]"
     CHECK(refused({"write_bw", "-d", dev, "-D", "2", "-n", "10"}) == "-D and -n together: a run is timed or counted, not both");
     CHECK(refused({"write_bw", "-d", dev, "-D", "2", "-a"}) == "-D and -a together: -a runs every size for -n iterations");
     CHECK(refused({"write_bw", "-d", dev, "a", "b"}) == "unexpected argument 'b' (one server at most)");
-    CHECK(refused({"write_bw", "-d", dev, "-a5"}) == "-a takes no value (got '5')");
+    // getopt_long, as perftest: -a5 is -a then -5 (a cluster of short flags), no value of -a
+    CHECK(refused({"write_bw", "-d", dev, "-a5"}) == "unknown option: -5 in -a5 (see --help)");
     CHECK(refused({"write_bw", "-d", dev, "--all=1"}) == "--all takes no value (got '1')");
     CHECK(refused({"write_bw", "-d", dev, "--out_json_file="}) == "--out_json_file '': names no file");
     CHECK(refused({"write_bw", "--sim", "-d", dev}) == "--sim and -d " + dev + " together: --sim serves its own devices");
     CHECK(refused({"write_bw", "--sim", "host"}) == "--sim and server host together: --sim runs both sides here");
     CHECK(refused({"write_bw", "-d", dev, "--frobnicate"}) == "unknown option: --frobnicate (see --help)");
-    CHECK(refused({"write_bw", "-d", dev, "-Y7"}) == "not supported: -Y (raw Ethernet ethertype)");
+    CHECK(refused({"write_bw", "-d", dev, "-S7"}) == "not supported: -S (service level)");
+    // perftest's getopt string has no Y (its --ethertype is long only): -Y is no perftest flag
+    CHECK(refused({"write_bw", "-d", dev, "-Y7"}) == "unknown option: -Y in -Y7 (see --help)");
+    CHECK(refused({"write_bw", "-d", dev, "--ethertype=7"}) == "not supported: --ethertype (raw Ethernet ethertype)");
 }
 
 TEST_CASE("rig-perf options: perftest flags rig-perf lacks are refused by name", "[unit][perf]") {
@@ -219,4 +225,121 @@ TEST_CASE("rig-perf options: the usage names every supported flag", "[unit][perf
                           "--max-size", "--sim", "--plot", "--bind"}) {
         CHECK(u.find(f) != std::string::npos);
     }
+}
+
+TEST_CASE("rig-perf options: perftest's getopt_long syntax (clusters, prefixes, --, argument rules)", "[unit][perf]") {
+    // short flags cluster, the last one taking the argument (attached or next)
+    auto c = ok({"write_bw", "-aFd", dev, "--max-size=64"});
+    CHECK(c.all_sizes);
+    CHECK(c.ignore_cpu_freq);
+    CHECK(c.device == dev);
+    CHECK(ok({"write_bw", "-Fs4096", "-d", dev}).size == 4096);
+    // a unique prefix of a long name is the option; an ambiguous one is refused with its choices
+    CHECK(ok({"write_bw", "--ib-d=" + dev, "--siz", "128", "--it=9", "--report_g"}).size == 128);
+    CHECK(ok({"write_bw", "--ib-d=" + dev, "--it=9"}).iterations == 9);
+    CHECK(ok({"write_bw", "--ib-d", dev, "--report_g"}).report_gbits);
+    CHECK(*ok({"write_bw", "--sim", "--pl", "a.svg"}).plot_path == "a.svg");
+    CHECK(*ok({"write_bw", "-d", dev, "--out_json"}).json_path == "perftest_out.json");  // exact beats a prefix
+    CHECK(refused({"write_bw", "-d", dev, "--rep"}) ==
+          "--rep: ambiguous (--report-cycles, --report-histogrm, --report-unsorted, --report-counters, "
+          "--report_gbits, --report-both, --report-per-port, --reply_every)");
+    CHECK(refused({"write_bw", "-d", dev, "--out=x"}) ==
+          "--out: ambiguous (--outs, --output, --out_json, --out_json_file)");
+    // a required argument is the next element whatever it looks like, as in perftest
+    CHECK(refused({"write_bw", "-d", dev, "-s", "--all"}) == "-s --all: not a number");
+    CHECK(ok({"write_bw", "-d", "-x-"}).device == "-x-");
+    // "--" ends the options: what follows is positional
+    auto e = ok({"-d", dev, "--", "write_bw", "host"});
+    CHECK(e.kind == test_kind::write_bw);
+    CHECK(*e.server == "host");
+    CHECK(refused({"write_bw", "-d", dev, "--", "host", "-s"}) == "unexpected argument '-s' (one server at most)");
+    CHECK(*ok({"write_bw", "-d", dev, "--", "-s"}).server == "-s");
+    // a lone "-" is a positional, as getopt reads it
+    CHECK(*ok({"write_bw", "-d", dev, "-"}).server == "-");
+    // options without an argument refuse one in every long spelling; missing arguments named
+    CHECK(refused({"write_bw", "-d", dev, "--CPU-freq=1"}) == "--CPU-freq takes no value (got '1')");
+    CHECK(refused({"write_bw", "-d", dev, "--CPU=1"}) == "--CPU-freq takes no value (got '1')");
+    CHECK(refused({"write_bw", "-d", dev, "--sim="}) == "--sim takes no value (got '')");
+    CHECK(refused({"write_bw", "-d", dev, "--out_json_file"}) == "--out_json_file needs a value");
+    CHECK(refused({"write_bw", "-d", dev, "--siz"}) == "--size needs a value");
+    CHECK(refused({"write_bw", "-d", dev, "--si=4"}) == "--si: ambiguous (--size, --sig_before, --sig_offload, --sim)");
+    CHECK(refused({"write_bw", "-d", dev, "--ib=x"}) == "--ib: ambiguous (--ib-dev, --ib-port)");
+    CHECK(refused({"write_bw", "-d", dev, "-as"}) == "-s needs a value");
+    CHECK(refused({"write_bw", "-d", dev, "--ib-port"}) == "--ib-port needs a value");  // perftest: takes one
+    // perftest's options rig-perf lacks, long or short, with or without their argument, and
+    // the ones perftest has under #ifdef (some perftest build takes them)
+    CHECK(refused({"write_bw", "-d", dev, "-bF"}) == "not supported: -b (bidirectional bandwidth)");
+    CHECK(refused({"write_bw", "-d", dev, "-Fb"}) == "not supported: -b (bidirectional bandwidth)");
+    CHECK(refused({"write_bw", "-d", dev, "--use_cuda_dmabuf"}) == "not supported: --use_cuda_dmabuf (GPU memory)");
+    CHECK(refused({"write_bw", "-d", dev, "--pin_cores=1,2"}) == "not supported: --pin_cores (pin threads to cores)");
+    CHECK(refused({"write_bw", "-d", dev, "--bidir"}) == "not supported: --bidirectional (bidirectional bandwidth)");
+    CHECK(refused({"write_bw", "-d", dev, "-G"}) == "unknown option: -G (see --help)");  // --use_rss: long only
+    CHECK(refused({"write_bw", "-d", dev, "--use_rss"}) == "not supported: --use_rss (receive side scaling)");
+    // the first error in the order given, a value before a later syntax error
+    CHECK(refused({"write_bw", "-d", dev, "-s", "0", "--frobnicate"}) == "-s 0: out of range 1..2147483648");
+    CHECK(refused({"write_bw", "-d", dev, "--frobnicate", "-s", "0"}) == "unknown option: --frobnicate (see --help)");
+}
+
+TEST_CASE("rig-perf options: getopt's global state starts over at every parse", "[unit][perf]") {
+    // a parse that stopped inside a cluster (-aX...) or before its end leaves nothing behind
+    for (int round = 0; round < 3; ++round) {
+        CHECK(refused({"write_bw", "-d", dev, "-aXq"}) == "not supported: -X (completion vector for events)");
+        CHECK(refused({"write_bw", "-d", dev, "-a9F"}) == "unknown option: -9 in -a9F (see --help)");
+        auto o = ok({"read_bw", "-q", "2", "-d", dev, "server"});
+        CHECK(o.kind == test_kind::read_bw);
+        CHECK(o.queue_pairs == 2);
+        CHECK(*o.server == "server");
+        CHECK(ok({"write_lat", "-d", dev}).kind == test_kind::write_lat);
+        CHECK(refused({"write_bw", "-d", dev, "-Fs"}) == "-s needs a value");
+    }
+    // POSIXLY_CORRECT would stop a default getopt_long at the test name: not this one
+    ::setenv("POSIXLY_CORRECT", "1", 1);
+    const auto p = parse_options({"write_bw", "-d", dev, "-s", "64"});
+    ::unsetenv("POSIXLY_CORRECT");
+    REQUIRE(p.has_value());
+    CHECK(p->size == 64);
+}
+
+TEST_CASE("rig-perf options: the table is perftest's (its getopt string, each option's argument)", "[unit][perf]") {
+    // perftest_parameters.c parser(): its getopt string; a letter with ':' takes an argument
+    const std::string perftest = "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP";
+    std::size_t letters = 0;
+    for (std::size_t i = 0; i < perftest.size(); ++i) {
+        if (perftest[i] == ':') {
+            continue;
+        }
+        ++letters;
+        const bool takes = i + 1 < perftest.size() && perftest[i + 1] == ':';
+        INFO("-" << perftest[i]);
+        int found = 0;
+        for (const rig::perf::flag& f : rig::perf::flags()) {
+            if (f.letter == perftest[i]) {
+                ++found;
+                CHECK(f.has_arg == takes);
+            }
+        }
+        CHECK(found == 1);
+    }
+    std::size_t with_letter = 0, names = 0;
+    for (const rig::perf::flag& f : rig::perf::flags()) {
+        with_letter += f.letter != 0 ? 1 : 0;
+        ++names;
+        INFO("--" << f.name);
+        CHECK((f.id == rig::perf::opt::none) == !f.refusal.empty());  // refused with a reason, or implemented
+        int same = 0;
+        for (const rig::perf::flag& g : rig::perf::flags()) {
+            same += g.name == f.name ? 1 : 0;
+        }
+        CHECK(same == 1);
+        // every option parses in its long form with or without its argument as perftest's does
+        std::vector<std::string> args{"write_bw", "--sim", "--" + std::string(f.name)};
+        if (f.has_arg) {
+            args.push_back(f.name == "family" ? "bnxt" : f.name == "plot" ? "p.svg" : f.name == "bind" ? "::1" : "64");
+        }
+        if (f.id == rig::perf::opt::none) {
+            CHECK(refused(args).starts_with("not supported: --" + std::string(f.name) + " ("));
+        }
+    }
+    CHECK(with_letter == letters);  // no short form perftest lacks
+    CHECK(names == 161);            // perftest's 156 long options and rig-perf's 5
 }

@@ -1,144 +1,150 @@
-// rig-perf --plot FILE.png (tools/rig-perf/plot.hpp, png.hpp, raster.hpp): the PNG is decoded
-// here by an independent reader (signature, every chunk's CRC by the bitwise definition, IHDR,
-// the zlib stream's header, stored blocks and Adler-32, each row's filter byte) and its pixels
-// checked against the data: each series' colour where its points lie, the frame, the grid, the
-// dashes of the message-rate line. CRC-32 and Adler-32 against their published check values;
-// a file name of another format is refused and nothing is written.
+// rig-perf --plot FILE.png (tools/rig-perf/plot.hpp, plot_png.cpp): the PNG is read back by
+// Cairo's own PNG reader (cairo_image_surface_create_from_png_stream) and its pixels checked
+// against the data: each series' colour where its points lie, the frame, the grid, the dashes
+// of the message-rate line, the text where the layout puts it, in DejaVu Sans, anti-aliased. A
+// file name of another format is refused and nothing is written.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
+#include <cairo.h>
 
 #include <catch2/catch.hpp>
 
 #include "test/temp_dir.hpp"
 #include "tools/rig-perf/plot.hpp"
-#include "tools/rig-perf/png.hpp"
+#include "tools/rig-perf/plot_layout.hpp"
 
 namespace {
 
 namespace perf = rig::perf;
-namespace png = rig::perf::png;
 using bytes = std::vector<std::uint8_t>;
 
-bytes of(std::string_view s) { return bytes(s.begin(), s.end()); }
-
-// ---- an independent PNG reader
-
-std::uint32_t bitwise_crc(const std::uint8_t* p, std::size_t n) {
-    std::uint32_t c = 0xffffffff;
-    for (std::size_t i = 0; i < n; ++i) {
-        c ^= p[i];
-        for (int k = 0; k < 8; ++k) {
-            c = (c >> 1) ^ ((c & 1) != 0 ? 0xedb88320u : 0);
-        }
-    }
-    return ~c;
-}
-
-std::uint32_t naive_adler(const bytes& d) {
-    std::uint32_t a = 1, b = 0;
-    for (const std::uint8_t x : d) {
-        a = (a + x) % 65521;
-        b = (b + a) % 65521;
-    }
-    return b << 16 | a;
-}
-
-std::uint32_t be32(const bytes& d, std::size_t at) {
-    REQUIRE(at + 4 <= d.size());
-    return std::uint32_t{d[at]} << 24 | std::uint32_t{d[at + 1]} << 16 | std::uint32_t{d[at + 2]} << 8 | d[at + 3];
-}
-
-// Inflates a zlib stream that must hold only stored blocks; checks its header and Adler-32.
-bytes inflate_stored(const bytes& z) {
-    REQUIRE(z.size() >= 2 + 5 + 4);
-    CHECK(z[0] == 0x78);                     // deflate, 32 KiB window
-    CHECK((z[0] * 256 + z[1]) % 31 == 0);  // FCHECK
-    CHECK((z[1] & 0x20) == 0);             // no preset dictionary
-    bytes out;
-    std::size_t at = 2;
-    bool final = false;
-    int blocks = 0;
-    while (!final) {
-        REQUIRE(at + 5 <= z.size());
-        const std::uint8_t h = z[at];
-        final = (h & 1) != 0;
-        REQUIRE(((h >> 1) & 3) == 0);  // BTYPE 00: stored
-        const std::size_t len = z[at + 1] | std::size_t{z[at + 2]} << 8;
-        const std::size_t nlen = z[at + 3] | std::size_t{z[at + 4]} << 8;
-        REQUIRE((len ^ nlen) == 0xffff);
-        at += 5;
-        REQUIRE(at + len <= z.size());
-        out.insert(out.end(), z.begin() + static_cast<std::ptrdiff_t>(at), z.begin() + static_cast<std::ptrdiff_t>(at + len));
-        at += len;
-        ++blocks;
-    }
-    REQUIRE(at + 4 == z.size());  // the Adler-32 and nothing after it
-    CHECK(be32(z, at) == naive_adler(out));
-    return out;
-}
+// ---- the PNG read back
 
 struct image {
-    std::uint32_t width = 0, height = 0;
-    bytes rgb;  // rows of RGB
-    std::uint32_t at(std::uint32_t x, std::uint32_t y) const {
-        REQUIRE((x < width && y < height));
-        const std::size_t i = (std::size_t{y} * width + x) * 3;
-        return std::uint32_t{rgb[i]} << 16 | std::uint32_t{rgb[i + 1]} << 8 | rgb[i + 2];
+    int width = 0, height = 0;
+    std::vector<std::uint32_t> px;  // 0xRRGGBB, rows top first
+
+    std::uint32_t at(int x, int y) const {
+        if (x < 0 || x >= width || y < 0 || y >= height) {
+            FAIL("pixel (" << x << ", " << y << ") outside the " << width << " x " << height << " image");
+        }
+        return px[static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + static_cast<std::size_t>(x)];
     }
 };
 
 image decode(const bytes& f) {
+    // the file itself: PNG's signature, then IHDR saying 8-bit truecolour without alpha
     static const bytes signature{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    REQUIRE(f.size() > 8);
+    REQUIRE(f.size() > 33);
     REQUIRE(bytes(f.begin(), f.begin() + 8) == signature);
-    std::size_t at = 8;
-    std::vector<std::string> order;
-    image img;
-    bytes idat;
-    while (at < f.size()) {
-        const std::uint32_t len = be32(f, at);
-        REQUIRE(at + 12 + len <= f.size());
-        const std::string type(f.begin() + static_cast<std::ptrdiff_t>(at + 4), f.begin() + static_cast<std::ptrdiff_t>(at + 8));
-        INFO("chunk " << type);
-        CHECK(be32(f, at + 8 + len) == bitwise_crc(f.data() + at + 4, len + 4));  // over type and data
-        if (type == "IHDR") {
-            REQUIRE(len == 13);
-            img.width = be32(f, at + 8);
-            img.height = be32(f, at + 12);
-            CHECK(f[at + 16] == 8);   // bit depth
-            CHECK(f[at + 17] == 2);   // truecolour
-            CHECK(f[at + 18] == 0);   // deflate
-            CHECK(f[at + 19] == 0);   // filter method 0
-            CHECK(f[at + 20] == 0);   // no interlace
-        } else if (type == "IDAT") {
-            idat.insert(idat.end(), f.begin() + static_cast<std::ptrdiff_t>(at + 8),
-                        f.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
+    CHECK(std::string(f.begin() + 12, f.begin() + 16) == "IHDR");
+    CHECK(f[24] == 8);  // bit depth
+    CHECK(f[25] == 2);  // colour type: truecolour
+
+    struct reader {
+        const bytes* f;
+        std::size_t at = 0;
+    } r{&f};
+    const auto read = [](void* closure, unsigned char* data, unsigned int n) {
+        auto* from = static_cast<reader*>(closure);
+        if (from->at + n > from->f->size()) {
+            return CAIRO_STATUS_READ_ERROR;
         }
-        order.push_back(type);
-        at += 12 + len;
-    }
-    REQUIRE(at == f.size());
-    REQUIRE(order.size() >= 3);
-    CHECK(order.front() == "IHDR");
-    CHECK(order.back() == "IEND");
-    const bytes raw = inflate_stored(idat);
-    const std::size_t row = std::size_t{img.width} * 3;
-    REQUIRE(raw.size() == (row + 1) * img.height);
-    for (std::uint32_t y = 0; y < img.height; ++y) {
-        const std::size_t r = y * (row + 1);
-        REQUIRE(raw[r] == 0);  // filter type None
-        img.rgb.insert(img.rgb.end(), raw.begin() + static_cast<std::ptrdiff_t>(r + 1),
-                       raw.begin() + static_cast<std::ptrdiff_t>(r + 1 + row));
+        std::memcpy(data, from->f->data() + from->at, n);
+        from->at += n;
+        return CAIRO_STATUS_SUCCESS;
+    };
+    const std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> s(
+        cairo_image_surface_create_from_png_stream(read, &r), cairo_surface_destroy);
+    REQUIRE(cairo_surface_status(s.get()) == CAIRO_STATUS_SUCCESS);
+    REQUIRE(cairo_image_surface_get_format(s.get()) == CAIRO_FORMAT_RGB24);
+    cairo_surface_flush(s.get());
+    image img;
+    img.width = cairo_image_surface_get_width(s.get());
+    img.height = cairo_image_surface_get_height(s.get());
+    const int stride = cairo_image_surface_get_stride(s.get());
+    const unsigned char* data = cairo_image_surface_get_data(s.get());
+    for (int y = 0; y < img.height; ++y) {
+        for (int x = 0; x < img.width; ++x) {
+            std::uint32_t p = 0;
+            std::memcpy(&p, data + static_cast<std::ptrdiff_t>(y) * stride + x * 4, 4);  // native-endian xRGB
+            img.px.push_back(p & 0xffffff);
+        }
     }
     return img;
+}
+
+int channel(std::uint32_t c, int i) { return static_cast<int>((c >> (16 - 8 * i)) & 0xff); }
+
+// How much of `colour` covers a pixel drawn on white: 0 white, 1 the colour itself (the
+// least-squares blend factor over the three channels).
+double coverage(std::uint32_t pixel, std::uint32_t colour) {
+    double num = 0, den = 0;
+    for (int i = 0; i < 3; ++i) {
+        const double d = 255 - channel(colour, i);
+        num += (255 - channel(pixel, i)) * d;
+        den += d * d;
+    }
+    return num / den;
+}
+
+// Is `colour`, anti-aliased on white, what covers the pixel (the blend fits every channel)?
+bool tinted(std::uint32_t pixel, std::uint32_t colour) {
+    const double a = coverage(pixel, colour);
+    for (int i = 0; i < 3; ++i) {
+        const double want = 255 - a * (255 - channel(colour, i));
+        if (std::abs(channel(pixel, i) - want) > 24) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The colour solid (at least 90 % of the way from white) in a pixel near (x, y)?
+bool near(const image& img, double x, double y, std::uint32_t colour, int reach = 2) {
+    for (int dy = -reach; dy <= reach; ++dy) {
+        for (int dx = -reach; dx <= reach; ++dx) {
+            const std::uint32_t p = img.at(static_cast<int>(std::floor(x)) + dx, static_cast<int>(std::floor(y)) + dy);
+            if (tinted(p, colour) && coverage(p, colour) > 0.9) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// The box of dark pixels (every channel under 128: text is black) in [x0, x1) x [y0, y1).
+struct ink_box {
+    int n = 0, grey = 0;  // dark pixels, and pixels between black and white (anti-aliasing)
+    int left = 1 << 30, right = -1, top = 1 << 30, bottom = -1;
+};
+ink_box ink(const image& img, int x0, int y0, int x1, int y1) {
+    ink_box b;
+    for (int y = y0; y < y1; ++y) {
+        for (int x = x0; x < x1; ++x) {
+            const std::uint32_t p = img.at(x, y);
+            const bool grey_level = channel(p, 0) == channel(p, 1) && channel(p, 1) == channel(p, 2);
+            if (grey_level && channel(p, 0) < 128) {
+                ++b.n;
+                b.left = std::min(b.left, x);
+                b.right = std::max(b.right, x);
+                b.top = std::min(b.top, y);
+                b.bottom = std::max(b.bottom, y);
+            }
+            if (grey_level && channel(p, 0) > 0x20 && channel(p, 0) < 0xd0) {
+                ++b.grey;
+            }
+        }
+    }
+    return b;
 }
 
 // ---- the reports drawn
@@ -159,7 +165,7 @@ perf::run_report bw_report() {
 
 double x_of_log2(int k) { return 90 + (k - 1) / 9.0 * 720; }
 double y_linear(double v, double top) { return 440 - v / top * 360; }
-std::uint32_t px(double v) { return static_cast<std::uint32_t>(std::floor(v)); }
+int px(double v) { return static_cast<int>(std::floor(v)); }
 
 bytes slurp(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -170,48 +176,9 @@ using rig::test::temp_dir;
 
 }  // namespace
 
-TEST_CASE("png: CRC-32 and Adler-32 give their published check values", "[unit][perf][plot]") {
-    CHECK(png::crc32(of("123456789")) == 0xCBF43926u);
-    CHECK(png::crc32(of("")) == 0);
-    CHECK(png::crc32(of("IEND")) == 0xAE426082u);  // the CRC every PNG ends with
-    CHECK(png::crc32(of("56789"), png::crc32(of("1234"))) == 0xCBF43926u);  // continued
-    CHECK(png::adler32(of("Wikipedia")) == 0x11E60398u);
-    CHECK(png::adler32(of("")) == 1);
-    bytes big(300000);
-    for (std::size_t i = 0; i < big.size(); ++i) {
-        big[i] = static_cast<std::uint8_t>(255 - i % 7);  // sums that pass the modulo many times
-    }
-    CHECK(png::adler32(big) == naive_adler(big));
-    CHECK(png::crc32(big) == bitwise_crc(big.data(), big.size()));
-}
-
-TEST_CASE("png: the zlib stream is stored blocks of at most 65535 bytes that inflate to the data",
-          "[unit][perf][plot]") {
-    for (const std::size_t n : {0u, 1u, 65535u, 65536u, 200000u}) {
-        INFO(n << " bytes");
-        bytes d(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            d[i] = static_cast<std::uint8_t>(i * 31 + 7);
-        }
-        const bytes z = png::zlib_stored(d);
-        const std::size_t blocks = n == 0 ? 1 : (n + 65534) / 65535;
-        CHECK(z.size() == 2 + n + 5 * blocks + 4);
-        CHECK(inflate_stored(z) == d);
-    }
-}
-
-TEST_CASE("png: a small image, byte for byte through the reader; bad sizes are misuse", "[unit][perf][plot]") {
-    const bytes rgb{255, 0, 0, 0, 255, 0, 0, 0, 255,  // red, green, blue
-                    1, 2, 3, 4, 5, 6, 7, 8, 9};
-    const bytes f = png::encode_rgb(3, 2, rgb);
-    const image img = decode(f);
-    CHECK(img.width == 3);
-    CHECK(img.height == 2);
-    CHECK(img.rgb == rgb);
-    CHECK(img.at(1, 0) == 0x00ff00);
-    CHECK(f.size() == 8 + (12 + 13) + (12 + 2 + 5 + 2 * 10 + 4) + 12);
-    CHECK_THROWS_AS(png::encode_rgb(3, 2, bytes(17)), std::invalid_argument);
-    CHECK_THROWS_AS(png::encode_rgb(0, 2, bytes{}), std::invalid_argument);
+TEST_CASE("png: the text is DejaVu Sans (fonts-dejavu-core), found through fontconfig", "[unit][perf][plot]") {
+    CHECK(perf::plot::png_font(false) == "DejaVu Sans Book");
+    CHECK(perf::plot::png_font(true) == "DejaVu Sans Bold");
 }
 
 TEST_CASE("png: a bandwidth plot shows each series' colour where its points lie", "[unit][perf][plot]") {
@@ -223,9 +190,11 @@ TEST_CASE("png: a bandwidth plot shows each series' colour where its points lie"
     REQUIRE(img.height == 520);
     CHECK(img.at(0, 0) == white);
     CHECK(img.at(899, 519) == white);
-    CHECK(img.at(90, 80) == black);     // the frame's corners
+    CHECK(img.at(90, 80) == black);     // the frame's corners, one crisp pixel wide
     CHECK(img.at(810, 440) == black);
     CHECK(img.at(450, 440) == black);   // its bottom edge
+    CHECK(img.at(450, 441) == white);
+    CHECK(img.at(450, 439) != black);
     CHECK(img.at(85, px(y_linear(300, 400))) == black);  // the left tick mark of 300 MiB/s
     CHECK(img.at(300, px(y_linear(300, 400))) == grid);  // and its grid line, clear of the data here
     int checked = 0;
@@ -237,32 +206,60 @@ TEST_CASE("png: a bandwidth plot shows each series' colour where its points lie"
             continue;  // where the lines cross, the later one is on top
         }
         INFO("size 2^" << k);
-        CHECK(img.at(px(x), px(y_bw)) == bw_blue);  // the point's marker
+        CHECK(img.at(px(x), px(y_bw)) == bw_blue);  // the point's marker, solid at its centre
         CHECK(img.at(px(x), px(y_rate)) == rate_red);
         CHECK(img.at(px(x), px(y_bw) + 8) != bw_blue);  // and not a blur of it
         ++checked;
     }
     CHECK(checked >= 8);
     // the BW line is solid: its colour midway between the first two points
-    CHECK(img.at(px((x_of_log2(1) + x_of_log2(2)) / 2), px((y_linear(4, 400) + y_linear(16, 400)) / 2)) == bw_blue);
+    CHECK(near(img, (x_of_log2(1) + x_of_log2(2)) / 2, (y_linear(4, 400) + y_linear(16, 400)) / 2, bw_blue));
     // the rate line is dashed: along its segment from 64 B to 128 B, red and gaps
     int red = 0, gap = 0;
     for (int i = 8; i <= 72; ++i) {
         const double t = i / 80.0;
         const double x = x_of_log2(6) + t * (x_of_log2(7) - x_of_log2(6));
         const double y = y_linear(0.9 - 0.08 * (6 + t), 1.0);
-        (img.at(px(x), px(y)) == rate_red ? red : gap) += 1;
+        const std::uint32_t p = img.at(px(x), px(y));
+        red += tinted(p, rate_red) && coverage(p, rate_red) > 0.5 ? 1 : 0;
+        gap += p == white ? 1 : 0;
     }
     CHECK(red > 20);
     CHECK(gap > 10);
-    // the heading is ink on white above the legend
-    int ink = 0;
-    for (std::uint32_t y = 14; y < 32; ++y) {
-        for (std::uint32_t x = 100; x < 800; ++x) {
-            ink += img.at(x, y) == black ? 1 : 0;
-        }
+    // the heading: ink on white above the legend, centred on the canvas, in an anti-aliased
+    // font (grey levels between black and white: no bitmap font)
+    const ink_box heading = ink(img, 0, 10, 900, 36);
+    CHECK(heading.n > 500);
+    CHECK(heading.grey > 200);
+    CHECK((heading.left + heading.right) / 2.0 == Approx(450).margin(3));
+    CHECK(heading.right - heading.left > 400);  // some 70 characters of 16 px
+    // the left axis's name reads upward along the left edge (rotated: taller than wide), the
+    // right one's along the right edge, both centred on the frame's height
+    const ink_box left = ink(img, 0, 80, 30, 440);
+    CHECK(left.bottom - left.top > 3 * (left.right - left.left));
+    CHECK((left.top + left.bottom) / 2.0 == Approx(260).margin(3));
+    const ink_box right = ink(img, 870, 80, 900, 440);
+    CHECK(right.bottom - right.top > 3 * (right.right - right.left));
+    CHECK((right.top + right.bottom) / 2.0 == Approx(260).margin(3));
+    // the size ticks' labels under the frame, the first ("2 B") centred on its tick at x = 90
+    const ink_box first_size = ink(img, 70, 445, 111, 466);
+    CHECK(first_size.n > 10);
+    CHECK((first_size.left + first_size.right) / 2.0 == Approx(90).margin(3));
+    // the legend: each series' sample stroke in its colour, its name in ink after it
+    const auto d = perf::plot::layout_of(r, false);
+    REQUIRE(d.has_value());
+    REQUIRE(d->legend.size() == 2);
+    for (const auto& e : d->legend) {
+        INFO(e.name.text);
+        CHECK(near(img, e.sample.x1 + 3, e.sample.y1, e.colour, 1));
+        const ink_box name = ink(img, px(e.name.x), px(e.name.y) - 12, px(e.name.x) + 200, px(e.name.y) + 4);
+        CHECK(name.n > 20);
+        CHECK(name.left >= px(e.name.x));
+        CHECK(name.left <= px(e.name.x) + 2);
     }
-    CHECK(ink > 500);
+    // the legend's names do not run into the next entry's sample
+    const ink_box first_name = ink(img, px(d->legend[0].name.x), 40, px(d->legend[1].sample.x1), 62);
+    CHECK(first_name.right < px(d->legend[1].sample.x1) - 2);
 }
 
 TEST_CASE("png: a latency plot puts each percentile at its log10 height", "[unit][perf][plot]") {
@@ -282,6 +279,8 @@ TEST_CASE("png: a latency plot puts each percentile at its log10 height", "[unit
         const double y = 440 - std::log10(v) / 2 * 360;
         CHECK(img.at(90, px(y)) == colour);
         CHECK(img.at(px(x_last) - 1, px(y)) == colour);
+        CHECK(near(img, 450, y, colour));  // the line between them, level
+        CHECK(img.at(450, px(y) - 4) != colour);
     }
 }
 

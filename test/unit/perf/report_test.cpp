@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "tools/rig-perf/report.hpp"
 #include "tools/rig-perf/stats.hpp"
@@ -110,6 +111,8 @@ TEST_CASE("report: JSON with perftest's keys, the last size in results, every si
     r.kind = t.kind;
     r.bw = {bw_row{2, 100, 1, 0.5, 0.25}, bw_row{4, 100, 2, 1.5, 0.375}};
     const std::string j = json_report(t, r, false);
+    // perftest's layout (one member a line, no indent); its figures in their shortest form
+    // (nlohmann-json): 2.0 where perftest's printf writes 2.00, the same number to a reader
     CHECK(j.starts_with("{\n\"test_info\": {\n\"test\": \"RDMA_Write_BW_Test\",\n\"Dual_port\": \"OFF\",\n\"Device\": "
                         "\"dev\",\n\"Number_of_qps\": 1,\n\"Transport_type\": \"IB\",\n"));
     for (const char* key : {"\"Connection_type\": \"RC\"", "\"Using_SRQ\": \"OFF\"", "\"TX_depth\": 128",
@@ -117,10 +120,28 @@ TEST_CASE("report: JSON with perftest's keys, the last size in results, every si
                             "\"Max_inline_data\": 0", "\"rdma_cm_QPs\": \"OFF\"", "\"Data_ex_method\": \"Ethernet\""}) {
         CHECK(j.find(key) != std::string::npos);
     }
-    CHECK(j.find("\"results\": {\n\"MsgSize\": 4,\n\"n_iterations\": 100,\n\"BW_peak\": 2.00,\n\"BW_average\": "
-                 "1.50,\n\"MsgRate\": 0.375000\n},\n") != std::string::npos);
+    CHECK(j.find("\"results\": {\n\"MsgSize\": 4,\n\"n_iterations\": 100,\n\"BW_peak\": 2.0,\n\"BW_average\": "
+                 "1.5,\n\"MsgRate\": 0.375\n},\n") != std::string::npos);
     CHECK(j.find("\"rig_results\": [\n{\n\"MsgSize\": 2,") != std::string::npos);
-    CHECK(j.ends_with("\"MsgRate\": 0.375000\n}\n]\n}\n"));
+    CHECK(j.ends_with("\"MsgRate\": 0.375\n}\n]\n}\n"));
+    // a JSON reader's view: the keys in perftest's order, the figures as the table prints them
+    const auto doc = nlohmann::ordered_json::parse(j);
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : doc["test_info"].items()) {
+        keys.push_back(k);
+    }
+    CHECK(keys == std::vector<std::string>{"test", "Dual_port", "Device", "Number_of_qps", "Transport_type",
+                                           "Connection_type", "Using_SRQ", "PCIe_relax_order", "ibv_wr_API",
+                                           "TX_depth", "CQ_Moderation", "Mtu", "Link_type", "GID_index",
+                                           "Max_inline_data", "rdma_cm_QPs", "Data_ex_method"});
+    keys.clear();
+    for (const auto& [k, v] : doc.items()) {
+        keys.push_back(k);
+    }
+    CHECK(keys == std::vector<std::string>{"test_info", "results", "rig_results"});
+    CHECK(doc["rig_results"].size() == 2);
+    CHECK(doc["rig_results"][1] == doc["results"]);
+    CHECK(doc["results"]["MsgSize"].is_number_unsigned());
 
     t.kind = test_kind::send_lat;
     run_report l;
@@ -128,11 +149,35 @@ TEST_CASE("report: JSON with perftest's keys, the last size in results, every si
     l.lat = {lat_row{2, 1000, 1.5, 3.25, 1.75, 1.8, 0.12, 2.9, 3.1, 1.7, 2.0, 9.5, 0}};
     const std::string k = json_report(t, l, false);
     CHECK(k.find("\"test\": \"Send_Latency_Test\"") != std::string::npos);
-    CHECK(k.find("\"results\": {\n\"MsgSize\": 2,\n\"n_iterations\": 1000,\n\"t_min\": 1.50,\n\"t_max\": 3.25,\n"
-                 "\"t_typical\": 1.75,\n\"t_avg\": 1.80,\n\"t_stdev\": 0.12,\n\"percentile_99\": 2.90,\n"
-                 "\"percentile_99.9\": 3.10,\n\"percentile_50\": 1.70,\n\"percentile_90\": 2.00,\n"
-                 "\"t_max_all\": 9.50\n}") != std::string::npos);
+    CHECK(k.find("\"results\": {\n\"MsgSize\": 2,\n\"n_iterations\": 1000,\n\"t_min\": 1.5,\n\"t_max\": 3.25,\n"
+                 "\"t_typical\": 1.75,\n\"t_avg\": 1.8,\n\"t_stdev\": 0.12,\n\"percentile_99\": 2.9,\n"
+                 "\"percentile_99.9\": 3.1,\n\"percentile_50\": 1.7,\n\"percentile_90\": 2.0,\n"
+                 "\"t_max_all\": 9.5\n}") != std::string::npos);
     CHECK(k.find("CQ_Moderation") == std::string::npos);
+
+    // each figure is the number perftest prints: %.2f (or %.6f) rounded, not the raw double
+    run_report p;
+    p.kind = test_kind::write_bw;
+    p.bw = {bw_row{65536, 5000, 11234.567, 11000.1049, 0.17600249}};
+    t.kind = test_kind::write_bw;
+    const auto pd = nlohmann::json::parse(json_report(t, p, false));
+    CHECK(pd["results"]["BW_peak"].get<double>() == 11234.57);
+    CHECK(pd["results"]["BW_average"].get<double>() == 11000.10);
+    CHECK(pd["results"]["MsgRate"].get<double>() == 0.176002);
+    // --report_gbits below 0.1 Gb/s: six decimals, as REPORT_FMT_EXT_JSON
+    p.bw = {bw_row{2, 100, 1.0, 1.0, 0.5}};  // 1 MiB/s = 0.008388608 Gb/s
+    const std::string g = json_report(t, p, true);
+    CHECK(g.find("\"BW_peak\": 0.008389,\n\"BW_average\": 0.008389,\n\"MsgRate\": 0.5\n") != std::string::npos);
+    // a device name is a JSON string, escaped; bytes that are not UTF-8 become U+FFFD, not a throw
+    t.device = "vfio-user:/tmp/a \"b\"\\c\n\xff";
+    const auto dd = nlohmann::json::parse(json_report(t, r, false));
+    CHECK(dd["test_info"]["Device"] == "vfio-user:/tmp/a \"b\"\\c\n\xef\xbf\xbd");
+    // an empty report is still a document
+    run_report none;
+    none.kind = test_kind::write_bw;
+    const auto nd = nlohmann::json::parse(json_report(t, none, false));
+    CHECK(nd["results"].empty());
+    CHECK(nd["rig_results"].empty());
 }
 
 TEST_CASE("stats: latency as perftest computes it", "[unit][perf]") {
@@ -220,6 +265,7 @@ TEST_CASE("report: figures that are no finite number are null in the JSON, never
     const std::string k = json_report(t, l, false);
     CHECK(k.find("\"t_min\": null,\n\"t_max\": null,\n\"t_typical\": 1.75,") != std::string::npos);
     for (const std::string& text : {j, k}) {
+        CHECK(nlohmann::json::accept(text));  // valid JSON, whatever the figures
         CHECK(text.find(": nan") == std::string::npos);
         CHECK(text.find(": -nan") == std::string::npos);
         CHECK(text.find(": inf") == std::string::npos);
