@@ -1,10 +1,11 @@
 #pragma once
 // The PCI seam: everything above driver/ reaches a NIC through `function`, whether the NIC is a
 // card bound to vfio-pci (kernel VFIO: driver/vfio/) or a function of the device model
-// (vfio-user: driver/vfio_user/). Nothing above bypasses it. DESIGN.md §3.
+// (vfio-user: driver/vfio_user/). Nothing above bypasses it. docs/architecture.md, "The PCI seam".
 //
 // Region and IRQ indexes, flags and semantics are those of <linux/vfio.h>, which vfio-user
-// shares (reference/vfio-and-vfio-user.md §1.5, §1.7, §3.1).
+// shares (QEMU docs/interop/vfio-user.rst, "VFIO_USER_DEVICE_GET_REGION_INFO" and
+// "VFIO_USER_DEVICE_GET_IRQ_INFO").
 //
 // Threads: every call is thread-safe; a back end runs one control call at a time (the firmware
 // layer's event thread reads registers while other threads map memory). Mapped BAR pages and
@@ -21,6 +22,7 @@
 
 #include "driver/dma_memory.hpp"
 #include "driver/error.hpp"
+#include "rig/open_options.hpp"
 
 namespace rig::driver {
 
@@ -161,29 +163,9 @@ public:
     result<void> set_bus_master(bool on);   // PCI command register bit 2
 };
 
-// How to reach the kernel VFIO back end's IOMMU.
-enum class iommu_mode {
-    automatic,              // iommufd + device cdev where the kernel has them, else group/type1v2
-    group_type1v2,          // /dev/vfio/vfio container + /dev/vfio/<group>
-    iommufd,                // /dev/iommu + /dev/vfio/devices/vfioN
-    unsafe_noiommu,         // /dev/vfio/noiommu-N: no isolation, the device sees physical
-                            // addresses. Refused unless asked for by name.
-};
-
-struct open_options {
-    iommu_mode iommu = iommu_mode::automatic;
-    std::string sysfs_root = "/sys";   // tests point this at a fixture tree
-    std::string dev_root = "/dev";
-    // Highest IOVA the device can address (edu: 28 bits); IOVAs are allocated below it.
-    std::uint64_t dma_limit = ~std::uint64_t{0};
-    // vfio-user: how long one call waits for the server. Past it the connection is given up and
-    // every later call fails at once (a late reply would desynchronise the stream).
-    std::chrono::milliseconds vfio_user_timeout{5000};
-    // vfio-user: announce DMA memory without its fd, so the server reaches it only through
-    // VFIO_USER_DMA_READ/WRITE messages, answered while one of our calls waits for its reply
-    // (for a server not trusted with the pages: spec "Client memory access"). Slow.
-    bool vfio_user_dma_by_message = false;
-};
+// How to reach the IOMMU and the server: the public API's types (nic_options::open).
+using ::rig::iommu_mode;
+using ::rig::open_options;
 
 // let_go()'s stand-in for a BAR mapping: private anonymous memory mapped over [base, base +
 // length) in place (MAP_FIXED replaces the old mapping in one step), kept for the process's life.

@@ -4,6 +4,7 @@
 
 #include "qp/state.hpp"  // first of the internal headers: see qp/mlx5/data_path.hpp
 #include "qp/group_state.hpp"
+#include "qp/nic_state.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -21,35 +22,35 @@ namespace rig {
 // ---- the NIC's side -----------------------------------------------------------------------------
 
 result<completion_group> nic::make_group(const group_options& options) {
-    std::lock_guard g(_lock);
-    if (_closed) {
+    std::lock_guard g(_s->lock);
+    if (_s->closed) {
         misuse("make_group: the NIC is closed");
     }
     if (options.entries == 0) {
         misuse("make_group: a CQ of 0 entries");
     }
-    const std::uint8_t log_max = _control->log_max_cq();
+    const std::uint8_t log_max = _s->control->log_max_cq();
     if (options.entries > (std::uint64_t{1} << log_max)) {
         misuse("make_group: " + std::to_string(options.entries) + " entries is over the NIC's largest CQ of 2^" +
                std::to_string(log_max));
     }
     auto s = std::make_unique<detail::group_state>();
     s->entries = std::bit_ceil(options.entries);
-    s->log_ring = std::min(options.log_ring_entries, _control->log_max_ring());
-    if (auto r = _control->make_group(*s); !r) {
+    s->log_ring = std::min(options.log_ring_entries, _s->control->log_max_ring());
+    if (auto r = _s->control->make_group(*s); !r) {
         return std::unexpected(detail::named("make_group", std::move(r.error())));
     }
     {
-        std::lock_guard e(_event_lock);
-        _live_groups.push_back(s.get());
+        std::lock_guard e(_s->event_lock);
+        _s->live_groups.push_back(s.get());
     }
-    _groups.push_back(std::move(s));
-    return completion_group(this, _groups.back().get());
+    _s->groups.push_back(std::move(s));
+    return completion_group(this, _s->groups.back().get());
 }
 
 result<queue_pair> nic::make_qp(completion_group& group) {
-    std::lock_guard g(_lock);
-    if (_closed) {
+    std::lock_guard g(_s->lock);
+    if (_s->closed) {
         misuse("make_qp: the NIC is closed");
     }
     detail::group_state& s = group.live("make_qp");
@@ -69,7 +70,7 @@ result<queue_pair> nic::make_qp(completion_group& group) {
 }
 
 result<void> nic::destroy(detail::group_state& s) {
-    std::lock_guard g(_lock);
+    std::lock_guard g(_s->lock);
     if (s.destroyed) {
         misuse("destroy: the completion group is already destroyed");
     }
@@ -81,7 +82,7 @@ result<void> nic::destroy(detail::group_state& s) {
         }
     }
     s.destroyed = true;
-    if (_closed) {
+    if (_s->closed) {
         return {};
     }
     return release_group(s);
@@ -89,10 +90,10 @@ result<void> nic::destroy(detail::group_state& s) {
 
 result<void> nic::release_group(detail::group_state& s) {
     {
-        std::lock_guard e(_event_lock);
-        std::erase(_live_groups, &s);
+        std::lock_guard e(_s->event_lock);
+        std::erase(_s->live_groups, &s);
     }
-    if (auto r = _control->release_group(s); !r) {
+    if (auto r = _s->control->release_group(s); !r) {
         return std::unexpected(detail::named("destroy (completion group)", std::move(r.error())));
     }
     return {};

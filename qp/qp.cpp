@@ -296,7 +296,8 @@ std::optional<result<std::uint32_t>> queue_pair::wait(side sd, std::chrono::micr
     using clock = std::chrono::steady_clock;
     const auto end = clock::now() + bound;
     // A short spin (a completion often arrives within microseconds), then sleep until the CQ's
-    // completion event: arm the CQ (a doorbell, no firmware request; mlx5: reference mlx5.md §4.6),
+    // completion event: arm the CQ (a doorbell, no firmware request; mlx5: the kernel's
+    // include/linux/mlx5/cq.h mlx5_cq_arm, rdma-core providers/mlx5/cq.c mlx5_arm_cq),
     // look once more (for a CQE written between the last look and the arm; the NIC also raises
     // the event at once when armed with a CQE past the consumer index), then sleep. Each sleep
     // is capped (nic_options::wait_look_interval, 10 ms): a lost event costs one more look,

@@ -11,6 +11,7 @@
 
 #include "abi/bits.hpp"
 #include "qp/control.hpp"
+#include "qp/nic_state.hpp"
 #include "rig/nic.hpp"
 
 namespace rig {
@@ -62,14 +63,22 @@ result<region> nic::allocate(std::size_t bytes, access a) {
     // reaches no further (a peer cannot touch the rest of a 2 MiB page), and its bounds are
     // the ones misuse is judged by.
     constexpr std::size_t page = driver::dma_memory::small_page;
-    return add_region(std::move(*memory), a, "allocate", (bytes + page - 1) / page * page);
+    auto s = std::make_unique<detail::region_state>();
+    s->bytes = std::min((bytes + page - 1) / page * page, memory->size());
+    s->rights = a;
+    s->memory = std::move(*memory);
+    return add_region(std::move(s), "allocate");
 }
 
-result<region> nic::register_memory(driver::dma_memory memory, access a) {
+result<region> detail::nic_access::register_memory(nic& n, driver::dma_memory memory, access a) {
     if (!memory) {
         misuse("register_memory: empty memory");
     }
-    return add_region(std::move(memory), a, "register_memory");
+    auto s = std::make_unique<detail::region_state>();
+    s->bytes = memory.size();
+    s->rights = a;
+    s->memory = std::move(memory);
+    return n.add_region(std::move(s), "register_memory");
 }
 
 result<region> nic::register_memory(const app_memory& memory, access a) {
@@ -83,38 +92,37 @@ result<region> nic::register_memory(const app_memory& memory, access a) {
                abi::hex(reinterpret_cast<std::uintptr_t>(memory.bytes.data())) + " (file offset " +
                std::to_string(memory.fd_offset) + ") are not whole 4 KiB pages");
     }
-    return add_region(driver::dma_memory::borrow(memory.bytes.data(), memory.bytes.size(), memory.fd, memory.fd_offset),
-                      a, "register_memory");
+    auto s = std::make_unique<detail::region_state>();
+    s->bytes = memory.bytes.size();
+    s->rights = a;
+    s->memory = driver::dma_memory::borrow(memory.bytes.data(), memory.bytes.size(), memory.fd, memory.fd_offset);
+    return add_region(std::move(s), "register_memory");
 }
 
-result<region> nic::add_region(driver::dma_memory memory, access a, const char* call, std::size_t bytes) {
-    std::lock_guard g(_lock);
-    if (_closed) {
+result<region> nic::add_region(std::unique_ptr<detail::region_state> s, const char* call) {
+    std::lock_guard g(_s->lock);
+    if (_s->closed) {
         misuse(std::string(call) + ": the NIC is closed");
     }
-    auto s = std::make_unique<detail::region_state>();
-    s->bytes = bytes == 0 ? memory.size() : std::min(bytes, memory.size());
-    s->rights = a;
-    auto iova = _fn->dma_map(memory, 0, memory.size(), driver::dma_access::read_write);
+    auto iova = _s->fn->dma_map(s->memory, 0, s->memory.size(), driver::dma_access::read_write);
     if (!iova) {
         return std::unexpected(detail::os_error(call, iova.error()));
     }
-    s->memory = std::move(memory);
     s->iova = *iova;
-    if (auto r = _control->register_memory(*s); !r) {
+    if (auto r = _s->control->register_memory(*s); !r) {
         if (s->memory) {
             // still ours (not stranded by the control plane): unmapped, and freed with `s`
-            static_cast<void>(_fn->dma_unmap(s->iova, s->memory.size()));
+            static_cast<void>(_s->fn->dma_unmap(s->iova, s->memory.size()));
         }
         return std::unexpected(detail::named(call, std::move(r.error())));
     }
     s->registered = true;
-    _regions.push_back(std::move(s));
-    return region(this, _regions.back().get());
+    _s->regions.push_back(std::move(s));
+    return region(this, _s->regions.back().get());
 }
 
 result<void> nic::deregister(detail::region_state& s) {
-    std::lock_guard g(_lock);
+    std::lock_guard g(_s->lock);
     if (!s.registered) {
         misuse("deregister: the region is deregistered");
     }
@@ -122,7 +130,7 @@ result<void> nic::deregister(detail::region_state& s) {
 }
 
 result<void> nic::release_region(detail::region_state& s) {
-    if (auto r = _control->deregister_memory(s); !r) {
+    if (auto r = _s->control->deregister_memory(s); !r) {
         if (!s.memory) {
             s.registered = false;  // stranded: the firmware may still reach it, kept, never reused
         }
@@ -130,7 +138,7 @@ result<void> nic::release_region(detail::region_state& s) {
     }
     s.registered = false;
     result<void> out;
-    if (auto r = _fn->dma_unmap(s.iova, s.memory.size()); !r) {   // mapped whole
+    if (auto r = _s->fn->dma_unmap(s.iova, s.memory.size()); !r) {   // mapped whole
         out = std::unexpected(detail::os_error("deregister", r.error()));
     }
     s.memory = driver::dma_memory();

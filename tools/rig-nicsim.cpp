@@ -1,5 +1,6 @@
 // rig-nicsim: serves N functions of the device model, one vfio-user socket each, until SIGINT or
-// SIGTERM (DESIGN.md §4). The driver reaches function k as "vfio-user:DIR/<family>-k.sock".
+// SIGTERM (docs/architecture.md, "The device model"). The driver reaches function k as
+// "vfio-user:DIR/<family>-k.sock".
 //
 //   rig-nicsim --family mlx5 --functions 2 --socket-dir /run/rig
 //
@@ -44,9 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <spdlog/cfg/env.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+#include "log/logger.hpp"
 
 #include "sim/family.hpp"
 #include "sim/roce/udp_port.hpp"
@@ -410,13 +409,8 @@ settings parse(int argc, char** argv) {
 // The tool's own logger: the faults as they fire (info by default; SPDLOG_LEVEL=nicsim=warn
 // quiets it).
 spdlog::logger& say() {
-    static const std::shared_ptr<spdlog::logger> logger = [] {
-        auto l = spdlog::stderr_color_mt("nicsim");
-        l->set_level(spdlog::level::info);
-        spdlog::cfg::load_env_levels();
-        return l;
-    }();
-    return *logger;
+    static spdlog::logger& logger = rig::logging::logger("nicsim", spdlog::level::info);
+    return logger;
 }
 
 // Function k's permanent MAC, --first-mac + k (02:00:00:00:HH:LL with HHLL = k + 1 by default):

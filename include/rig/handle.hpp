@@ -1,6 +1,8 @@
 #pragma once
 // What an API handle (queue_pair, completion_group) holds: its NIC and the state the NIC owns
 // for it. Moved, never copied: the NIC owns the state, and a moved-from handle is empty.
+#include "rig/config.hpp"
+
 #include <utility>
 
 namespace rig {

@@ -1,24 +1,13 @@
 #pragma once
-// The device model's logger, "model". Level from SPDLOG_LEVEL (e.g. SPDLOG_LEVEL=model=debug).
-#include <memory>
-
-#include <spdlog/cfg/env.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+// The device model's logger, "model" (log/logger.hpp: level from SPDLOG_LEVEL, e.g.
+// SPDLOG_LEVEL=model=debug; the application's handler when it set one, rig/log.hpp).
+#include "log/logger.hpp"
 
 namespace rig::sim {
 
 inline spdlog::logger& log() {
-    static const std::shared_ptr<spdlog::logger> logger = [] {
-        auto l = spdlog::get("model");
-        if (!l) {
-            l = spdlog::stderr_color_mt("model");
-            l->set_level(spdlog::level::warn);
-            spdlog::cfg::load_env_levels();
-        }
-        return l;
-    }();
-    return *logger;
+    static spdlog::logger& logger = ::rig::logging::logger("model");
+    return logger;
 }
 
 }  // namespace rig::sim

@@ -59,7 +59,7 @@ std::size_t mapped_bytes(const firmware_function& f) {
 
 }  // namespace
 
-TEST_CASE("bnxt device: bring-up in bnxt.md 1.8's order, the model's state, teardown leaves nothing", "[model][bnxt_fw]") {
+TEST_CASE("bnxt device: bring-up in bnxt_en's order, the model's state, teardown leaves nothing", "[model][bnxt_fw]") {
     firmware_function f;
     traced t;
     auto d = fw::device::bring_up(f, t.options());

@@ -17,6 +17,7 @@
 #include "rig/info.hpp"
 #include "rig/nic.hpp"
 #include "rig/region.hpp"
+#include "qp/nic_state.hpp"
 #include "test/model/qp_api/served_nics.hpp"
 
 namespace {
@@ -152,11 +153,12 @@ TEST_CASE("region: allocate and deregister are reflected in the model's keys", "
     auto memory = rig::driver::dma_memory::allocate(8192, rig::driver::page_choice::small_only);
     REQUIRE(memory.has_value());
     std::byte* bytes = memory->data();
-    auto d = value(nic->register_memory(std::move(*memory), rig::access::remote_write));
+    auto d = value(rig::detail::nic_access::register_memory(*nic, std::move(*memory), rig::access::remote_write));
     CHECK(d.data() == bytes);
     CHECK(d.size() == 8192);
     CHECK(m.fn.objects() == objects + 3);
-    CHECK_THROWS_AS(nic->register_memory(rig::driver::dma_memory(), rig::access::local), std::invalid_argument);
+    CHECK_THROWS_AS(rig::detail::nic_access::register_memory(*nic, rig::driver::dma_memory(), rig::access::local),
+                    std::invalid_argument);
 
     ok(a.deregister());
     ok(c.deregister());
