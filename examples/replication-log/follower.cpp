@@ -23,10 +23,6 @@ constexpr std::size_t scratch_bytes = ack_base + ack_slots * block;
 // The catch-up's READs: a MiB each, four in flight.
 constexpr std::size_t read_chunk = 1 << 20, reads_at_once = 4;
 
-std::string why_failed(const boost::system::error_code& ec, const rig::completion& c) {
-    return c.failure ? c.failure->message : ec.message();
-}
-
 }  // namespace
 
 outcome<std::unique_ptr<follower>> follower::open(std::string name, std::string_view where,
@@ -37,32 +33,20 @@ outcome<std::unique_ptr<follower>> follower::open(std::string name, std::string_
     const auto failed = [&](const char* what, const rig::error& e) {
         return std::unexpected(f->_name + ": " + what + ": " + e.message);
     };
-    auto n = rig::nic::open(where, options);
-    if (!n) {
-        return failed("open", n.error());
+    if (auto s = f->_seat.open(where, io, 4096, options, async_options); !s) {
+        return std::unexpected(f->_name + ": " + s.error());
     }
-    f->_nic = std::move(*n);
-    auto g = f->_nic->make_group({.entries = 4096, .log_ring_entries = 8});
-    if (!g) {
-        return failed("make_group", g.error());
-    }
-    f->_group = std::move(*g);
-    auto a = rig::asio::group::make(io.get_executor(), f->_group, async_options);
-    if (!a) {
-        return failed("the Asio adapter", a.error());
-    }
-    f->_async = std::move(*a);
-    auto q = f->_async.make_qp(*f->_nic);
+    auto q = f->_seat.async.make_qp(*f->_seat.nic);
     if (!q) {
         return failed("make_qp", q.error());
     }
     f->_qp = std::move(*q);
-    auto log = f->_nic->allocate(log_bytes, rig::access::remote_write);
+    auto log = f->_seat.nic->allocate(log_bytes, rig::access::remote_write);
     if (!log) {
         return failed("allocate the log", log.error());
     }
     f->_log = *log;
-    auto scratch = f->_nic->allocate(scratch_bytes, rig::access::local);
+    auto scratch = f->_seat.nic->allocate(scratch_bytes, rig::access::local);
     if (!scratch) {
         return failed("allocate the scratch region", scratch.error());
     }
@@ -72,19 +56,7 @@ outcome<std::unique_ptr<follower>> follower::open(std::string name, std::string_
 
 follower::~follower() { close(); }
 
-void follower::close() {
-    if (_closed) {
-        return;
-    }
-    _closed = true;
-    // The adapter first: it completes what is pending with aborted (handlers that do nothing now).
-    if (_nic && !_async.closed()) {
-        _async.close();
-    }
-    if (_nic) {
-        (void)_nic->close();   // a dead function's NIC closes locally, its memory kept (stranded)
-    }
-}
+void follower::close() { _seat.close(); }
 
 outcome<void> follower::connect(const rig::endpoint& leader) {
     if (auto c = _qp.connect(leader); !c) {
@@ -97,12 +69,12 @@ outcome<void> follower::connect(const rig::endpoint& leader) {
 }
 
 void follower::post_receive(std::size_t slot) {
-    _async.async_receive(_qp, _scratch, slot * block, block,
+    _seat.async.async_receive(_qp, _scratch, slot * block, block,
                          [this, slot](const boost::system::error_code& ec, rig::completion c) { on_receive(slot, ec, c); });
 }
 
 void follower::on_receive(std::size_t slot, const boost::system::error_code& ec, const rig::completion& c) {
-    if (_closed || _failure) {
+    if (_seat.closed || _failure) {
         return;
     }
     if (ec) {
@@ -143,9 +115,9 @@ void follower::send_acknowledgement() {
     const std::uint64_t valid_end = _checked_end;
     std::memcpy(_scratch.data() + at, &valid_end, sizeof valid_end);
     ++_acks_in_flight;
-    _async.async_send(_qp, _scratch, at, sizeof valid_end,
+    _seat.async.async_send(_qp, _scratch, at, sizeof valid_end,
                       [this](const boost::system::error_code& ec, rig::completion c) {
-                          if (_closed) {
+                          if (_seat.closed) {
                               return;
                           }
                           --_acks_in_flight;
@@ -189,8 +161,8 @@ void follower::read_next(const rig::remote& leader_log) {
     _read_next += n;
     ++_reads_in_flight;
     const rig::remote from{leader_log.address + at, leader_log.key};
-    _async.async_read(_qp, from, _log, at, n, [this, leader_log](const boost::system::error_code& ec, rig::completion c) {
-        if (_closed) {
+    _seat.async.async_read(_qp, from, _log, at, n, [this, leader_log](const boost::system::error_code& ec, rig::completion c) {
+        if (_seat.closed) {
             return;
         }
         --_reads_in_flight;

@@ -27,10 +27,6 @@ constexpr std::uint64_t no_tag = ~std::uint64_t{0};
 
 rig::remote at(const rig::remote& base, std::size_t offset) { return {base.address + offset, base.key}; }
 
-std::string why_failed(const boost::system::error_code& ec, const rig::completion& c) {
-    return c.failure ? c.failure->message : ec.message();
-}
-
 }  // namespace
 
 outcome<std::unique_ptr<leader>> leader::open(std::string_view where, boost::asio::io_context& io,
@@ -40,28 +36,16 @@ outcome<std::unique_ptr<leader>> leader::open(std::string_view where, boost::asi
     const auto failed = [](const char* what, const rig::error& e) {
         return std::unexpected(std::string("leader: ") + what + ": " + e.message);
     };
-    auto n = rig::nic::open(where, options);
-    if (!n) {
-        return failed("open", n.error());
+    if (auto s = l->_seat.open(where, io, 8192, options, async_options); !s) {
+        return std::unexpected("leader: " + s.error());
     }
-    l->_nic = std::move(*n);
-    auto g = l->_nic->make_group({.entries = 8192, .log_ring_entries = 8});
-    if (!g) {
-        return failed("make_group", g.error());
-    }
-    l->_group = std::move(*g);
-    auto a = rig::asio::group::make(io.get_executor(), l->_group, async_options);
-    if (!a) {
-        return failed("the Asio adapter", a.error());
-    }
-    l->_async = std::move(*a);
     // remote read: a restarted follower READs it to catch up
-    auto log = l->_nic->allocate(log_bytes, rig::access::remote_read);
+    auto log = l->_seat.nic->allocate(log_bytes, rig::access::remote_read);
     if (!log) {
         return failed("allocate the log", log.error());
     }
     l->_log = *log;
-    auto acks = l->_nic->allocate(max_members * ack_receives * block, rig::access::local);
+    auto acks = l->_seat.nic->allocate(max_members * ack_receives * block, rig::access::local);
     if (!acks) {
         return failed("allocate the acknowledgement buffers", acks.error());
     }
@@ -71,24 +55,13 @@ outcome<std::unique_ptr<leader>> leader::open(std::string_view where, boost::asi
 
 leader::~leader() { close(); }
 
-void leader::close() {
-    if (_closed) {
-        return;
-    }
-    _closed = true;
-    if (_nic && !_async.closed()) {
-        _async.close();
-    }
-    if (_nic) {
-        (void)_nic->close();
-    }
-}
+void leader::close() { _seat.close(); }
 
 outcome<std::pair<member*, rig::endpoint>> leader::make_member(std::string name, const rig::remote& log) {
     if (_members.size() == max_members) {
         return std::unexpected("leader: no seat left for " + name);
     }
-    auto q = _async.make_qp(*_nic);
+    auto q = _seat.async.make_qp(*_seat.nic);
     if (!q) {
         return std::unexpected("leader: make_qp for " + name + ": " + q.error().message);
     }
@@ -116,7 +89,7 @@ outcome<void> leader::join(member& m, const rig::endpoint& follower, std::size_t
 }
 
 void leader::post_ack_receive(member& m, std::size_t slot) {
-    _async.async_receive(m.qp, _acks, m.ack_base + slot * block, block,
+    _seat.async.async_receive(m.qp, _acks, m.ack_base + slot * block, block,
                          [this, &m, slot](const boost::system::error_code& ec, rig::completion c) {
                              on_ack(m, slot, ec, c);
                          });
@@ -132,14 +105,14 @@ void leader::replicate(member& m) {
         m.qp.post_write(_log, from, to - from - block, at(m.log, from), no_tag, rig::signaled::no);
     }
     const auto valid_blocks = static_cast<std::uint32_t>(to / block);
-    _async.async_write_imm(m.qp, _log, to - block, block, at(m.log, to - block), valid_blocks,
+    _seat.async.async_write_imm(m.qp, _log, to - block, block, at(m.log, to - block), valid_blocks,
                            [this, &m](const boost::system::error_code& ec, rig::completion c) { on_batch(m, ec, c); });
     m.sent_end = to;
     ++m.batches_in_flight;
 }
 
 void leader::on_batch(member& m, const boost::system::error_code& ec, const rig::completion& c) {
-    if (_closed) {
+    if (_seat.closed) {
         return;
     }
     --m.batches_in_flight;
@@ -154,7 +127,7 @@ void leader::on_batch(member& m, const boost::system::error_code& ec, const rig:
 }
 
 void leader::on_ack(member& m, std::size_t slot, const boost::system::error_code& ec, const rig::completion& c) {
-    if (_closed || m.dropped) {
+    if (_seat.closed || m.dropped) {
         return;
     }
     if (ec) {
@@ -176,7 +149,7 @@ void leader::drop(member& m, const std::string& why) {
     m.dropped = true;
     m.dropped_at = clock::now();
     m.failure = why;
-    (void)_async.destroy(m.qp);
+    (void)_seat.async.destroy(m.qp);
     advance_commit();
 }
 

@@ -66,6 +66,28 @@ outcome<void> check_records(std::span<const std::byte> log, std::size_t from, st
 std::optional<std::size_t> first_difference(std::span<const std::byte> a, std::span<const std::byte> b,
                                             std::size_t n);
 
+// ---- a NIC with its group and adapter (seat.cpp) -----------------------------------------------
+
+// What the leader and each follower hold: its own NIC, one completion group that all its queue
+// pairs complete to, and the group's Asio adapter on the run's io_context.
+struct seat {
+    std::unique_ptr<rig::nic> nic;
+    rig::completion_group group;
+    rig::asio::group async;
+    bool closed = false;   // handlers completed by close() (aborted) do nothing
+
+    // Opens `where` and makes a group of `entries` CQEs (rings of 2^8) and its adapter. Why not,
+    // naming the step.
+    outcome<void> open(std::string_view where, boost::asio::io_context& io, std::uint32_t entries,
+                       const rig::nic_options& options, const rig::asio::options& async_options);
+    // The adapter first (it completes what is pending with aborted), then the NIC (a dead
+    // function's NIC closes locally, its memory kept: rig::nic::stranded).
+    void close();
+};
+
+// Why an entry failed: its completion's failure, else the adapter's error (aborted, flushed).
+std::string why_failed(const boost::system::error_code& ec, const rig::completion& c);
+
 // ---- a follower (follower.cpp) ---------------------------------------------------------------
 
 // Its own NIC, a completion group and its Asio adapter, one queue pair to the leader, its log
@@ -109,9 +131,7 @@ private:
     void fail(std::string why);
 
     std::string _name;
-    std::unique_ptr<rig::nic> _nic;
-    rig::completion_group _group;
-    rig::asio::group _async;
+    seat _seat;
     rig::queue_pair _qp;
     rig::region _log, _scratch;
     std::size_t _announced_end = 0;   // the largest valid end a WRITE-with-immediate announced
@@ -125,7 +145,6 @@ private:
     std::chrono::nanoseconds _catch_up_time{0};
     std::function<void()> _caught_up;
     std::optional<std::string> _failure;
-    bool _closed = false;   // handlers completed by close() (aborted) do nothing
 };
 
 // ---- the leader (leader.cpp) -----------------------------------------------------------------
@@ -201,9 +220,7 @@ private:
     void fill_window();
 
     boost::asio::io_context& _io;
-    std::unique_ptr<rig::nic> _nic;
-    rig::completion_group _group;
-    rig::asio::group _async;
+    seat _seat;
     rig::region _log, _acks;
     std::vector<std::unique_ptr<member>> _members;
     std::size_t _end = 0, _commit = 0;
@@ -219,7 +236,6 @@ private:
     std::size_t _to_append = 0, _window = 1;
     const std::function<bool()>* _more = nullptr;
     std::optional<std::string> _fault;   // what stops the run (the log full)
-    bool _closed = false;
 };
 
 }  // namespace replog
