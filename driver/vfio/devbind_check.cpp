@@ -128,17 +128,6 @@ std::string bytes_text(std::uint64_t b) {
     return std::to_string(b) + " bytes";
 }
 
-std::optional<std::uint64_t> read_number(const fs::path& p) {
-    std::ifstream in(p);
-    std::string text;
-    std::uint64_t v = 0;
-    if (!in || !std::getline(in, text) ||
-        std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc{}) {
-        return std::nullopt;
-    }
-    return v;
-}
-
 bool exists(const std::string& p) {
     std::error_code ec;
     return fs::exists(p, ec);
@@ -419,8 +408,8 @@ finding hugepage_finding(const devbind_options& o) {
     const fs::path dir = fs::path(o.sysfs_root) / "kernel/mm/hugepages/hugepages-2048kB";
     const std::string fix = "sudo sh -c 'echo 64 > /proc/sys/vm/nr_hugepages' (vm.nr_hugepages = 64 in "
                             "/etc/sysctl.d/ to keep it)";
-    const auto total = read_number(dir / "nr_hugepages");
-    const auto free = read_number(dir / "free_hugepages");
+    const auto total = read_decimal(dir / "nr_hugepages");
+    const auto free = read_decimal(dir / "free_hugepages");
     if (!total) {
         return {verdict::note, "hugepages",
                 "this kernel has no 2 MiB huge pages (" + dir.string() + "): Rig's memory uses 4 KiB pages", ""};

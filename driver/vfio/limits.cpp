@@ -2,23 +2,16 @@
 
 #include <sys/resource.h>
 
-#include <charconv>
-#include <fstream>
 #include <string>
+
+#include "driver/vfio/sysfs.hpp"
 
 namespace rig::driver::vfio {
 
 map_limits read_map_limits(std::string_view sysfs_root) {
     map_limits l;
-    std::ifstream in(std::string(sysfs_root) + "/module/vfio_iommu_type1/parameters/dma_entry_limit");
-    std::string text;
-    if (in && std::getline(in, text)) {
-        std::uint64_t v = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec == std::errc{} && end != text.data()) {
-            l.dma_entry_limit = v;
-        }
-    }
+    l.dma_entry_limit =
+        read_decimal(std::string(sysfs_root) + "/module/vfio_iommu_type1/parameters/dma_entry_limit");
     rlimit r{};
     if (getrlimit(RLIMIT_MEMLOCK, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
         l.memlock_bytes = r.rlim_cur;

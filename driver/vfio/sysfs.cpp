@@ -23,11 +23,8 @@ bool is_pci_address(std::string_view s) {
     return s[11] <= '7' && s[8] <= '1';   // function 0..7, device 0..0x1f
 }
 
-namespace {
-
-// First line of a small sysfs file, without its newline; nullopt when unreadable.
-std::optional<std::string> read_line(const fs::path& p) {
-    std::ifstream in(p);
+std::optional<std::string> read_line(const std::string& path) {
+    std::ifstream in(path);
     if (!in) {
         return std::nullopt;
     }
@@ -35,6 +32,17 @@ std::optional<std::string> read_line(const fs::path& p) {
     std::getline(in, s);
     return s;
 }
+
+std::optional<std::uint64_t> read_decimal(const std::string& path) {
+    const auto s = read_line(path);
+    std::uint64_t v = 0;
+    if (!s || std::from_chars(s->data(), s->data() + s->size(), v).ec != std::errc{}) {
+        return std::nullopt;
+    }
+    return v;
+}
+
+namespace {
 
 std::optional<std::uint32_t> read_hex(const fs::path& p) {
     auto s = read_line(p);

@@ -23,6 +23,12 @@ namespace rig::driver::vfio {
 // "0000:bb:dd.f" in lower- or upper-case hexadecimal
 bool is_pci_address(std::string_view s);
 
+// First line of a small sysfs or procfs file, without its newline; nullopt when unreadable.
+std::optional<std::string> read_line(const std::string& path);
+// That line as a decimal number (module parameters, hugepage counts); nullopt when unreadable or
+// not a number.
+std::optional<std::uint64_t> read_decimal(const std::string& path);
+
 // The functions Rig drives are abi/pci_ids.hpp's list: one list for discovery, rig-devbind,
 // rig::nic::open and the device model.
 using known_device = abi::pci::device_id;
