@@ -7,8 +7,8 @@
 
 namespace rig::logging {
 
-// The logger `name`, made on the first call (level `initial` unless SPDLOG_LEVEL names one).
-// `name` must be a string literal or otherwise outlive the process's loggers.
+// The logger `name`, made on the first call (level `initial` unless SPDLOG_LEVEL names one, or
+// rig::set_log_level was called) and kept for the life of the process: a reference stays good.
 spdlog::logger& logger(const char* name, spdlog::level::level_enum initial = spdlog::level::warn);
 
 }  // namespace rig::logging
