@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "rig/nic.hpp"
 #include "tools/rig-perf/exchange.hpp"
 #include "tools/rig-perf/live.hpp"
@@ -47,6 +49,43 @@ void print(std::FILE* out, const std::string& s) {
     std::fflush(out);
 }
 
+std::string gid_text(const std::array<std::byte, 16>& g) {
+    std::string s;
+    for (std::size_t i = 0; i < g.size(); i += 2) {
+        s += fmt::format("{}{:02x}{:02x}", i == 0 ? "" : ":", std::to_integer<unsigned>(g[i]),
+                         std::to_integer<unsigned>(g[i + 1]));
+    }
+    return s;
+}
+
+// How a later line for one of the peer's queue pairs differs from its first line: the first field
+// that does, with both values and what it suggests; empty if the lines are the same. perftest
+// sends one queue pair the same struct pingpong_dest every time (write_bw.c, send_bw.c: both
+// rounds are ctx_hand_shake(&my_dest[i]), every barrier and the close ctx_hand_shake(&my_dest[0])),
+// so a difference is a peer that lies, or one run with another -q, whose next line belongs to
+// another queue pair. (perftest itself just overwrites rem_dest[i], and its run then uses the
+// second round's rkey and vaddr; rig-perf connected and sized its lanes by the first.)
+std::string line_difference(const qp_info& first, const qp_info& later) {
+    if (later.qpn != first.qpn) {
+        return fmt::format("names QP {:#x}, its first named QP {:#x}: do both sides run the same -q?", later.qpn,
+                           first.qpn);
+    }
+    constexpr std::string_view same = ": perftest sends a queue pair's line unchanged every time";
+    if (later.gid != first.gid) {
+        return "names GID " + gid_text(later.gid) + ", its first named " + gid_text(first.gid) + std::string(same);
+    }
+    const std::pair<const char*, std::pair<std::uint64_t, std::uint64_t>> fields[] = {
+        {"PSN", {later.psn, first.psn}},   {"rkey", {later.rkey, first.rkey}}, {"vaddr", {later.vaddr, first.vaddr}},
+        {"out_reads", {later.out_reads, first.out_reads}}, {"LID", {later.lid, first.lid}},
+        {"SRQ number", {later.srqn, first.srqn}}};
+    for (const auto& [name, v] : fields) {
+        if (v.first != v.second) {
+            return fmt::format("has {} {:#x}, its first had {:#x}{}", name, v.first, v.second, same);
+        }
+    }
+    return {};
+}
+
 // Why the NIC failed, as the firmware layer reported it (from its event thread): the data
 // path only sees "the NIC failed", so a run that fails names this too.
 struct nic_failure {
@@ -78,15 +117,109 @@ struct session {
     std::uint64_t half = 0;
     std::shared_ptr<nic_failure> failure = std::make_shared<nic_failure>();
 
-    // H0 of protocol.hpp: queue pair 0's line again (ctx_hand_shake), a barrier.
+    // H0 of protocol.hpp: queue pair 0's line again (ctx_hand_shake), a barrier. Once the lines
+    // are known the peer's must be its first line again: a peer run with a larger -q sends its
+    // next queue pair's line here (send_bw.c: H0 right after the first round).
     std::expected<void, std::string> barrier(std::chrono::milliseconds wait) {
         auto r = exchange_qp(*ch, mine[0], wait);
         if (!r) {
             return std::unexpected(r.error());
         }
+        if (!theirs.empty()) {
+            if (const std::string d = line_difference(theirs[0], *r); !d.empty()) {
+                return std::unexpected("the peer's handshake (its queue pair 1's line again) " + d);
+            }
+        }
+        return {};
+    }
+    std::string peer_line(const char* round, std::uint32_t i) const {
+        return fmt::format("the peer's {}line for queue pair {} of {}", round, i + 1, o.queue_pairs);
+    }
+
+    // Hq, the first round: the peer's line for each queue pair, and our queue pair connected to
+    // it. No two of ours may connect to one peer QP: a peer run with a smaller -q goes on to its
+    // next message (the second round, or a barrier: its QP 0 line again) where we wait for a
+    // further line (perftest checks nothing here: ctx_hand_shake fills rem_dest[i]).
+    std::expected<void, std::string> connect_round() {
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            auto peer = exchange_qp(*ch, mine[i], o.exchange_timeout);
+            if (!peer) {
+                return std::unexpected(peer_line("", i) + ": " + peer.error());
+            }
+            for (std::size_t j = 0; j < theirs.size(); ++j) {
+                if (theirs[j].qpn == peer->qpn && theirs[j].gid == peer->gid) {
+                    return std::unexpected(fmt::format("the peer named QP {:#x} for queue pair {} and for queue pair "
+                                                       "{}: do both sides run the same -q?",
+                                                       peer->qpn, i + 1, j + 1));
+                }
+            }
+            auto mac = mac_from_gid(peer->gid);
+            if (!mac) {
+                return std::unexpected(mac.error());
+            }
+            theirs.push_back(*peer);
+            const rig::endpoint e{peer->qpn, peer->psn, peer->gid, *mac};
+            log().debug("QP {:#x} connects to {}", mine[i].qpn, e.to_string());
+            // at the MTU both offered the smaller of (check_mtu), which a perftest peer's QP uses too
+            if (auto c = qps[i].connect(e, info.mtu_bytes); !c) {
+                return std::unexpected("connect to the peer's QP " + std::to_string(peer->qpn) + ": " +
+                                       c.error().message);
+            }
+        }
+        return {};
+    }
+
+    // Hq again, the round whose lines perftest prints (ctx_print_pingpong_data): the peer's line
+    // for each queue pair must be the one of the first round (line_difference).
+    std::expected<void, std::string> address_round() {
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            print(out, address_lines(info, true, mine[i]));
+        }
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            auto peer = exchange_qp(*ch, mine[i], o.exchange_timeout);
+            if (!peer) {
+                return std::unexpected(peer_line("second ", i) + ": " + peer.error());
+            }
+            if (const std::string d = line_difference(theirs[i], *peer); !d.empty()) {
+                return std::unexpected(fmt::format("the peer's second line for queue pair {} {}", i + 1, d));
+            }
+            print(out, address_lines(info, false, *peer));
+        }
         return {};
     }
     bool passive() const { return !client && plan.server_passive; }
+
+    // A region (2 x half: what we send from, then where the peer writes and reads) and a queue
+    // pair per -q, each with the line we will send for it.
+    std::expected<void, std::string> make_queue_pairs() {
+        half = page_round(std::max<std::uint64_t>(*std::max_element(sizes.begin(), sizes.end()), 64));
+        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
+            auto r = api(nic->allocate(2 * half, rig::access::remote), "allocate " + std::to_string(2 * half) + " bytes");
+            if (!r) {
+                return std::unexpected(r.error());
+            }
+            regions.push_back(*r);
+            auto q = api(nic->make_qp(), "make_qp (queue pair " + std::to_string(i + 1) + " of " +
+                                             std::to_string(o.queue_pairs) + ")");
+            if (!q) {
+                return std::unexpected(q.error());
+            }
+            qps.push_back(std::move(*q));
+            if (auto fits = fits_queue_pair(qps.back()); !fits) {
+                return fits;
+            }
+            const rig::endpoint e = qps.back().local();
+            qp_info m;
+            m.out_reads = is_read(o.kind) ? rig_out_reads : other_out_reads;
+            m.qpn = e.qp;
+            m.psn = e.psn;
+            m.rkey = regions.back().key();
+            m.vaddr = regions.back().address() + half;  // where the peer writes and reads (perftest's vaddr)
+            m.gid = e.gid;
+            mine.push_back(m);
+        }
+        return {};
+    }
 
     std::expected<void, std::string> set_up() {
         rig::nic_options no;
@@ -139,31 +272,8 @@ struct session {
         info.out_reads = rig_out_reads;
         info.duration = o.duration.has_value();
 
-        half = page_round(std::max<std::uint64_t>(*std::max_element(sizes.begin(), sizes.end()), 64));
-        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
-            auto r = api(nic->allocate(2 * half, rig::access::remote), "allocate " + std::to_string(2 * half) + " bytes");
-            if (!r) {
-                return std::unexpected(r.error());
-            }
-            regions.push_back(*r);
-            auto q = api(nic->make_qp(), "make_qp (queue pair " + std::to_string(i + 1) + " of " +
-                                             std::to_string(o.queue_pairs) + ")");
-            if (!q) {
-                return std::unexpected(q.error());
-            }
-            qps.push_back(std::move(*q));
-            if (auto fits = fits_queue_pair(qps.back()); !fits) {
-                return fits;
-            }
-            const rig::endpoint e = qps.back().local();
-            qp_info m;
-            m.out_reads = is_read(o.kind) ? rig_out_reads : other_out_reads;
-            m.qpn = e.qp;
-            m.psn = e.psn;
-            m.rkey = regions.back().key();
-            m.vaddr = regions.back().address() + half;  // where the peer writes and reads (perftest's vaddr)
-            m.gid = e.gid;
-            mine.push_back(m);
+        if (auto m = make_queue_pairs(); !m) {
+            return m;
         }
         print(out, header_block(info));
         if (plan.h0_before_lines) {  // write_lat.c, read_lat.c: a handshake before the QP lines
@@ -171,38 +281,16 @@ struct session {
                 return b;
             }
         }
-        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
-            auto peer = exchange_qp(*ch, mine[i], o.exchange_timeout);
-            if (!peer) {
-                return std::unexpected(peer.error());
-            }
-            auto mac = mac_from_gid(peer->gid);
-            if (!mac) {
-                return std::unexpected(mac.error());
-            }
-            theirs.push_back(*peer);
-            const rig::endpoint e{peer->qpn, peer->psn, peer->gid, *mac};
-            log().debug("QP {:#x} connects to {}", mine[i].qpn, e.to_string());
-            // at the MTU both offered the smaller of (check_mtu), which a perftest peer's QP uses too
-            if (auto c = qps[i].connect(e, info.mtu_bytes); !c) {
-                return std::unexpected("connect to the peer's QP " + std::to_string(peer->qpn) + ": " +
-                                       c.error().message);
-            }
+        if (auto r = connect_round(); !r) {
+            return r;
         }
         if (plan.h0_between_rounds) {  // send_bw.c, send_lat.c: a handshake right after connect
             if (auto b = barrier(o.exchange_timeout); !b) {
                 return b;
             }
         }
-        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
-            print(out, address_lines(info, true, mine[i]));
-        }
-        for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
-            auto peer = exchange_qp(*ch, mine[i], o.exchange_timeout);
-            if (!peer) {
-                return std::unexpected(peer.error());
-            }
-            print(out, address_lines(info, false, *peer));
+        if (auto r = address_round(); !r) {
+            return r;
         }
         for (std::uint32_t i = 0; i < o.queue_pairs; ++i) {
             lanes.push_back(lane{&qps[i], regions[i], rig::remote{theirs[i].vaddr, theirs[i].rkey}, 0});
