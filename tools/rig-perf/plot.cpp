@@ -182,4 +182,19 @@ std::expected<void, std::string> write_plot(const std::string& path, const run_r
     return write_file(path, std::span<const char>(reinterpret_cast<const char*>(png->data()), png->size()));
 }
 
+std::expected<void, std::string> write_layout(const std::string& path, const plot::layout& d) {
+    const auto format = plot_format_of(path);
+    if (!format) {
+        return std::unexpected("--plot " + path + ": " + format.error());
+    }
+    if (*format == plot_format::svg) {
+        return write_file(path, svg_of(d));
+    }
+    auto png = png_of(d);
+    if (!png) {
+        return std::unexpected(png.error());
+    }
+    return write_file(path, std::span<const char>(reinterpret_cast<const char*>(png->data()), png->size()));
+}
+
 }  // namespace rig::perf

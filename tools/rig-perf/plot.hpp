@@ -19,6 +19,10 @@
 
 namespace rig::perf {
 
+namespace plot {
+struct layout;
+}
+
 enum class plot_format : std::uint8_t { svg, png };
 
 // The format a --plot file name asks for by its extension, ".svg" or ".png" (any case), or
@@ -37,5 +41,7 @@ std::expected<std::vector<std::uint8_t>, std::string> render_png(const run_repor
 // another extension ("--plot FILE: names neither ..."), an empty report, a file that cannot be
 // written (naming it and the reason).
 std::expected<void, std::string> write_plot(const std::string& path, const run_report& r, bool report_gbits = false);
+// Writes a drawing made elsewhere (plot::layout_of_curves) the same way: the same errors.
+std::expected<void, std::string> write_layout(const std::string& path, const plot::layout& d);
 
 }  // namespace rig::perf

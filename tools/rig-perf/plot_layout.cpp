@@ -133,24 +133,26 @@ axis right_axis(const value_axis& ya, const std::string& name) {
     return a;
 }
 
-// ticks at every power of two; at most 16 labels, counted from the largest size
-axis x_axis(const size_axis& xs) {
+// ticks at every power of two; at most 16 labels, counted from the largest size. `counts`:
+// the x values are plain counts (layout_of_curves: "1", "1024"), not byte sizes.
+axis x_axis(const size_axis& xs, const std::string& name, bool counts) {
     axis a{"x", {}, {}, {}};
     const int every = std::max(1, (xs.hi - xs.lo + 16) / 16);
     for (int k = xs.lo; k <= xs.hi; ++k) {
         const double b = std::ldexp(1.0, k);
         a.marks.push_back({xs.x(b), frame_bottom, xs.x(b), frame_bottom + 5});
         if ((xs.hi - k) % every == 0) {
-            a.labels.push_back({xs.x(b), frame_bottom + 20, size_label(b), anchor::middle, role::size_tick, 0});
+            a.labels.push_back({xs.x(b), frame_bottom + 20, counts ? num(b, 0) : size_label(b), anchor::middle,
+                                role::size_tick, 0});
         }
     }
-    a.labels.push_back({(frame_left + frame_right) / 2, frame_bottom + 50, "message size [bytes, log2 scale]",
-                        anchor::middle, role::axis_name, 0});
+    a.labels.push_back({(frame_left + frame_right) / 2, frame_bottom + 50, name, anchor::middle, role::axis_name, 0});
     return a;
 }
 
 layout place(const std::string& title, const std::vector<double>& sizes, const std::vector<figure>& figures,
-             const std::string& left_name, const std::string& right_name, bool left_log) {
+             const std::string& left_name, const std::string& right_name, bool left_log,
+             const std::string& x_name = "message size [bytes, log2 scale]", bool x_counts = false) {
     const size_axis xs(sizes);
     double lmax = 0, rmax = 0, lmin_positive = 0;
     for (const figure& f : figures) {
@@ -172,7 +174,7 @@ layout place(const std::string& title, const std::vector<double>& sizes, const s
     if (!right_name.empty()) {
         out.axes.push_back(right_axis(ry, right_name));
     }
-    out.axes.push_back(x_axis(xs));
+    out.axes.push_back(x_axis(xs, x_name, x_counts));
     for (const figure& f : figures) {
         const value_axis& ya = f.right_axis ? ry : ly;
         series s{f.name, f.colour, f.right_axis, {}};
@@ -265,6 +267,23 @@ std::expected<layout, std::string> layout_of(const run_report& r, bool report_gb
     figures.push_back({"MsgRate [Mpps]", 0xd62728, true, std::move(*rate)});
     return place(title + ": bandwidth and message rate against message size", sizes, figures,
                  "BW average [" + unit + "]", "MsgRate [Mpps]", false);
+}
+
+std::expected<layout, std::string> layout_of_curves(const std::string& title, const std::string& x_name,
+                                                    const std::vector<double>& xs, const std::vector<curve>& curves,
+                                                    const std::string& left_name, const std::string& right_name) {
+    if (xs.empty() || std::any_of(xs.begin(), xs.end(), [](double x) { return !(x >= 1) || !std::isfinite(x); })) {
+        return std::unexpected(std::string("--plot: the x values must be counts of at least 1"));
+    }
+    std::vector<figure> figures;
+    for (const curve& c : curves) {
+        if (c.values.size() != xs.size() ||
+            std::any_of(c.values.begin(), c.values.end(), [](double v) { return !std::isfinite(v) || v < 0; })) {
+            return std::unexpected("--plot: " + c.name + " has no finite, non-negative figure for every x");
+        }
+        figures.push_back({c.name, c.colour, c.right_axis, c.values});
+    }
+    return place(title, xs, figures, left_name, right_name, false, x_name, true);
 }
 
 }  // namespace rig::perf::plot

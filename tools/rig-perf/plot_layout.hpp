@@ -77,6 +77,21 @@ constexpr double dash_on = 6, dash_off = 4;
 // is negative or not finite.
 std::expected<layout, std::string> layout_of(const run_report& r, bool report_gbits);
 
+// One curve of layout_of_curves: its value at each x, on the left (linear from 0) or right axis.
+struct curve {
+    std::string name;
+    std::uint32_t colour = 0;
+    bool right_axis = false;
+    std::vector<double> values;
+};
+
+// The same drawing for curves against a count (bench/scale_bench.cpp: message rate and latency
+// against queue pairs), x on a log2 axis labelled with the plain numbers. Errors ("--plot: ..."):
+// an x below 1, a curve without a finite, non-negative value for every x.
+std::expected<layout, std::string> layout_of_curves(const std::string& title, const std::string& x_name,
+                                                    const std::vector<double>& xs, const std::vector<curve>& curves,
+                                                    const std::string& left_name, const std::string& right_name);
+
 // "2 B", "64 KiB", "8 MiB": a power of two in the largest binary unit it fills.
 std::string size_label(double bytes);
 
