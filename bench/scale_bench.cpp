@@ -41,6 +41,7 @@
 #include "rig/nic.hpp"
 #include "rig/qp.hpp"
 #include "rig/region.hpp"
+#include "sim/roce/engine.hpp"
 #include "sim/roce/rc_qp.hpp"
 #include "sim/roce/work.hpp"
 #include "tools/rig-perf/plot.hpp"
@@ -412,8 +413,10 @@ struct row {
     double rate = 0, ratio = 0, median_us = 0, p99_us = 0;
     double rss_per_qp = 0, heap_per_qp = 0, driver_per_qp = 0, model_per_qp = 0;
     // the model during the rate windows: wall time per data-path pass (the model core runs every
-    // function's passes in turn: wall / passes), wire frames per message, frames lost
-    double pass_us = 0, frames_per_msg = 0;
+    // function's passes in turn: wall / passes), messages per pass (a pass takes at most
+    // roce::engine::receive_burst frames in: with a pass's cost growing with N, that bounds the
+    // rate), frames lost on the wire
+    double pass_us = 0, msgs_per_pass = 0;
     std::uint64_t lost = 0;
 };
 
@@ -435,7 +438,7 @@ void rate_windows(const rig::bench::served& m, pairs& p, const options& o, row& 
     std::sort(rates.begin(), rates.end());
     r.rate = rates[rates.size() / 2];
     r.pass_us = passes > 0 ? 1e6 * wall / static_cast<double>(passes) : 0;
-    r.frames_per_msg = static_cast<double>(wire1.transmitted - wire0.transmitted) / std::max(messages, 1.0);
+    r.msgs_per_pass = messages / std::max<double>(static_cast<double>(passes), 1);
     r.lost = (wire1.dropped - wire0.dropped) + (wire1.overflow - wire0.overflow);
 }
 
@@ -469,14 +472,15 @@ void print_header(const std::string& family, const options& o) {
                 driver_bytes(family, ring), mb.total(), mb.rc_qp, ring, mb.send_entry, mb.send_shadow(), ring,
                 mb.receive_entry, 2 * ring, mb.completion);
     std::printf("   rate: the median of %d windows; B/QP: the process's growth over 2N queue pairs (RSS; heap: every "
-                "arena); model us/pass: wall time per data-path pass of a function during the rate\n", o.repeat);
+                "arena);\n   us/pass, msg/pass: wall time and messages per data-path pass of a function during the "
+                "rate (a pass takes at most %d frames in)\n", o.repeat, rig::sim::roce::engine::receive_burst);
     std::printf("   %6s %9s %7s %10s %10s %10s %10s %10s %10s %6s\n", "QPs", "M msg/s", "x 1 QP", "median us",
-                "p99 us", "RSS B/QP", "heap B/QP", "us/pass", "frames/msg", "lost");
+                "p99 us", "RSS B/QP", "heap B/QP", "us/pass", "msg/pass", "lost");
 }
 
 void print_row(const row& r) {
     std::printf("   %6zu %9.3f %6.0f%% %10.2f %10.2f %10.0f %10.0f %10.2f %10.2f %6llu\n", r.qps, r.rate / 1e6,
-                100 * r.ratio, r.median_us, r.p99_us, r.rss_per_qp, r.heap_per_qp, r.pass_us, r.frames_per_msg,
+                100 * r.ratio, r.median_us, r.p99_us, r.rss_per_qp, r.heap_per_qp, r.pass_us, r.msgs_per_pass,
                 static_cast<unsigned long long>(r.lost));
     std::fflush(stdout);
 }
@@ -488,8 +492,8 @@ void print_memory(const row& r, const options& o) {
     const model_bytes mb{o.ring()};
     const double other = r.rss_per_qp - r.heap_per_qp - 2 * r.driver_per_qp;
     std::printf("   memory per queue pair at %zu: RSS %.0f B = heap %.0f (model RC state counted %.0f, of which the "
-                "send shadow %zu = %u x %zu B; the rest %.0f: the driver's and the firmware model's objects) + 2 x driver "
-                "DMA %.0f + other %.0f\n", r.qps, r.rss_per_qp, r.heap_per_qp, r.model_per_qp, mb.send_shadow(),
+                "send shadow %zu = %u x %zu B; the rest %.0f: the driver's and the firmware model's objects) + 2 x "
+                "driver DMA %.0f + other %.0f\n", r.qps, r.rss_per_qp, r.heap_per_qp, r.model_per_qp, mb.send_shadow(),
                 o.ring(), mb.send_entry, r.heap_per_qp - r.model_per_qp, r.driver_per_qp, other);
     std::printf("   rate with %zu queue pairs: %.0f %% of the rate with %zu (issue 17 aims at >= 80 %%)\n", r.qps,
                 100 * r.ratio, o.qps.front());
@@ -507,9 +511,9 @@ void write_json(const std::string& path, const std::vector<row>& rows, std::uint
         std::fprintf(f, "%s\n    {\"family\": \"%s\", \"qps\": %zu, \"rate_mmsg_s\": %.4f, \"ratio_to_1\": %.4f, "
                      "\"median_us\": %.3f, \"p99_us\": %.3f, \"rss_bytes_per_qp\": %.0f, \"heap_bytes_per_qp\": %.0f, "
                      "\"driver_dma_bytes_per_qp\": %.0f, \"model_rc_bytes_per_qp\": %.0f, \"model_us_per_pass\": %.3f, "
-                     "\"frames_per_msg\": %.3f, \"frames_lost\": %llu}",
+                     "\"messages_per_pass\": %.3f, \"frames_lost\": %llu}",
                      k == 0 ? "" : ",", r.family.c_str(), r.qps, r.rate / 1e6, r.ratio, r.median_us, r.p99_us,
-                     r.rss_per_qp, r.heap_per_qp, r.driver_per_qp, r.model_per_qp, r.pass_us, r.frames_per_msg,
+                     r.rss_per_qp, r.heap_per_qp, r.driver_per_qp, r.model_per_qp, r.pass_us, r.msgs_per_pass,
                      static_cast<unsigned long long>(r.lost));
     }
     std::fprintf(f, "\n  ]\n}\n");
