@@ -128,6 +128,7 @@ result<void> command_queue::setup() {
     _slot_stranded.assign(entries(), false);
     _slot_busy.assign(entries(), false);
     _slot_done.assign(entries(), false);
+    _slot_event_owed.assign(entries(), false);
 
     auto mem = driver::dma_memory::allocate(driver::dma_memory::small_page, driver::page_choice::small_only);
     if (!mem) {
@@ -249,6 +250,9 @@ void command_queue::use_events(bool on, std::thread::id event_thread) {
         std::lock_guard g(_lock);
         _event_thread = on ? event_thread : std::thread::id{};
         _events.store(on, std::memory_order_release);
+        if (!on) {
+            _slot_event_owed.assign(entries(), false);  // no event is waited for any more
+        }
     }
     _done.notify_all();
 }
@@ -258,7 +262,11 @@ void command_queue::complete(std::uint32_t vector) {
         std::lock_guard g(_lock);
         for (unsigned i = 0; i < _slot_done.size(); ++i) {
             if ((vector >> i) & 1u) {
-                _slot_done[i] = true;
+                if (_slot_event_owed[i]) {
+                    _slot_event_owed[i] = false;  // the late event of the slot's last command
+                } else {
+                    _slot_done[i] = true;
+                }
             }
         }
     }
@@ -334,7 +342,7 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
             unsigned stranded_count = 0;
             for (unsigned i = 0; i < usable; ++i) {
                 stranded_count += _slot_stranded[i] ? 1 : 0;
-                if (!_slot_stranded[i] && !_slot_busy[i]) {
+                if (!_slot_stranded[i] && !_slot_busy[i] && !_slot_event_owed[i]) {
                     slot = i;
                     break;
                 }
@@ -372,6 +380,10 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
     _slot_done[slot] = false;
     // Issued from the event thread (a handler): no one else would take its CMD event.
     const bool must_poll = _event_thread == std::this_thread::get_id();
+    // Rung in event mode by a waiter of events: the device will send this slot a CMD event. (The
+    // event thread's own commands and page commands take theirs as they come: they never wait
+    // for a slot behind an event only the event thread could deliver.)
+    const bool owes_event = _events.load(std::memory_order_acquire) && !must_poll && !page_command;
 
     // Mailbox chains: data, next pointer, block number, token, then the signatures.
     const auto build_chain = [&](std::size_t first, std::size_t n, std::span<const std::byte> data) {
@@ -466,8 +478,9 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
         if (_events.load(std::memory_order_acquire) && !must_poll) {
             g.lock();
             // Handed back already (a command rung before the EQ existed, or one the device ran
-            // before its waiter got here): the event, if any, would add nothing.
+            // before its waiter got here): done, but an event still to come keeps the slot.
             if (owned_by_sw()) {
+                _slot_event_owed[slot] = owes_event && _events.load() && !_slot_done[slot];
                 break;
             }
             _done.wait_until(g, deadline, [&] { return _slot_done[slot] || _failure || !_events.load(); });

@@ -172,6 +172,12 @@ private:
     std::optional<error> _failure;
     std::vector<bool> _slot_busy;
     std::vector<bool> _slot_done;    // event mode: the CMD event named the slot
+    // Event mode: the slot was handed back before its CMD event came, and that event is still
+    // to come. The slot is not rung again until it has: so at most one CMD EQE per slot waits in
+    // the EQ, as in the kernel, whose command waits for its event (cmd.c wait_func) and whose
+    // EQ holds one per slot (eq.c MLX5_NUM_CMD_EQE). Without it a starved event thread let the
+    // EQEs of reused slots overrun a small EQ.
+    std::vector<bool> _slot_event_owed;
     driver::dma_memory _queue;
     std::uint64_t _queue_iova = 0;
     bool _queue_mapped = false;
