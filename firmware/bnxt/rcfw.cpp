@@ -153,9 +153,41 @@ void rcfw_channel::service(bool interrupt) {
     if (interrupt) {
         _interrupts.fetch_add(1, std::memory_order_relaxed);
     }
-    std::lock_guard g(_lock);
-    if (!_failure) {
-        poll_creq();
+    {
+        std::lock_guard g(_lock);
+        if (!_failure) {
+            poll_creq();
+        }
+    }
+    deliver_async();
+}
+
+void rcfw_channel::deliver_async() {
+    for (;;) {
+        std::unique_lock handing(_delivering, std::try_to_lock);
+        if (!handing) {
+            return;  // the thread handing over takes ours too
+        }
+        std::vector<std::array<std::byte, 16>> due;
+        creq_async_handler handler;
+        {
+            std::lock_guard g(_lock);
+            due.swap(_async_due);
+            handler = _async;
+        }
+        for (const auto& entry : due) {
+            if (handler) {
+                handler(std::span<const std::byte, 16>(entry));
+            } else {
+                log().info("bnxt RCFW on {}: CREQ event type {:#x} event {:#x} (not a completion)", _fn.name(),
+                           std::to_integer<unsigned>(entry[0]) & 0x3f, std::to_integer<unsigned>(entry[9]));
+            }
+        }
+        handing.unlock();
+        std::lock_guard g(_lock);
+        if (_async_due.empty()) {
+            return;  // else another poller set more aside while we handed over: take them too
+        }
     }
 }
 
@@ -186,13 +218,9 @@ void rcfw_channel::poll_creq() {
         const std::uint8_t event = std::to_integer<std::uint8_t>(entry[9]);
         if (type != abi::CREQ_BASE_TYPE_QP_EVENT || event == abi::CREQ_QP_EVENT_EVENT_QP_ERROR_NOTIFICATION ||
             event == abi::CREQ_QP_EVENT_EVENT_CQ_ERROR_NOTIFICATION) {
-            // bnxt_qplib_process_qp_event / bnxt_qplib_process_func_event: not a completion
-            if (_async) {
-                _async(std::span<const std::byte, 16>(entry));
-            } else {
-                log().info("bnxt RCFW on {}: CREQ event type {:#x} event {:#x} (not a completion)", _fn.name(), type,
-                           event);
-            }
+            // bnxt_qplib_process_qp_event / bnxt_qplib_process_func_event: not a completion;
+            // handed over once _lock is released (deliver_async)
+            _async_due.push_back(entry);
             continue;
         }
         const auto cookie = ::rig::abi::load_le<std::uint16_t>(entry.data() + 2);
@@ -246,6 +274,18 @@ void rcfw_channel::wait_for_interrupt(std::chrono::microseconds slice) {
 }
 
 result<rcfw_reply> rcfw_channel::exec(std::span<const std::byte> cmd, std::size_t side_bytes, clock::time_point by) {
+    auto reply = run(cmd, side_bytes, by);
+    const bool served = [&] {
+        std::lock_guard g(_lock);
+        return _served;
+    }();
+    if (!served) {
+        deliver_async();  // with a serving thread, that thread hands them over (service)
+    }
+    return reply;
+}
+
+result<rcfw_reply> rcfw_channel::run(std::span<const std::byte> cmd, std::size_t side_bytes, clock::time_point by) {
     if (cmd.size() < abi::cmdq_base::layout_size || cmd.size() > 255 * abi::cmdq_slot_size || side_bytes % 16 != 0 ||
         side_bytes > 255 * 16) {
         throw std::invalid_argument("rcfw_channel::exec: a command of " + std::to_string(cmd.size()) +

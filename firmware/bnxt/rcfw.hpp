@@ -25,9 +25,12 @@
 // share one interrupt) and polls the CREQ when it fires.
 //
 // Asynchronous CREQ entries (QP_ERROR_NOTIFICATION, CQ_ERROR_NOTIFICATION, FUNC_EVENT: not
-// completions) go to the async handler (on_async) from whichever thread polls the CREQ, with the
-// channel locked (bnxt_qplib_service_creq -> bnxt_qplib_process_qp_event / func_event). With a
-// service thread (serve(): the device's event thread takes the CREQ's interrupts and calls
+// completions) go to the async handler (on_async) in CREQ order (bnxt_qplib_service_creq ->
+// bnxt_qplib_process_qp_event / func_event), but never with the channel locked: the handler
+// reaches the user's callbacks, which may call back into the NIC and so into exec(), whose caller
+// may hold the NIC's lock (ThreadSanitizer found that cycle). The thread that polled an entry sets
+// it aside; the serving thread, or with none the command's own thread once its command is done,
+// hands it over unlocked. With a service thread (serve(): the device's event thread takes the CREQ's interrupts and calls
 // service()), waiters sleep on the channel's condition variable instead of the eventfd.
 //
 // A command that misses its deadline (20 s by default: RCFW_CMD_WAIT_TIME_MS) stops the
@@ -145,6 +148,10 @@ private:
     result<void> setup();
     result<void> write32(std::uint64_t offset, std::uint32_t v);
     void poll_creq();  // with _lock held
+    // Without _lock: the asynchronous entries poll_creq set aside, to the handler in CREQ order.
+    // One thread at a time; a thread finding another at it leaves its entries to that one.
+    void deliver_async();
+    result<rcfw_reply> run(std::span<const std::byte> cmd, std::size_t side_bytes, clock::time_point by);
     void ring_creq_doorbell();  // with _lock held: NQ (polling) or NQ_ARM (event mode) at _cons
     void wait_for_interrupt(std::chrono::microseconds slice);  // without _lock
 
@@ -170,6 +177,8 @@ private:
     std::optional<error> _failure;
     command_sink _trace;
     creq_async_handler _async;
+    std::vector<std::array<std::byte, 16>> _async_due;  // polled, not yet handed over (under _lock)
+    std::mutex _delivering;                             // held while handing over
     bool _served = false;           // serve(): waiters sleep on _room, not on the eventfd
 };
 
