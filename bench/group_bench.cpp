@@ -43,19 +43,11 @@ struct options {
 
 options parse(int argc, char** argv) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const auto number = [&]() -> std::size_t {
-            if (i + 1 >= argc) {
-                die(a + " needs a number");
-            }
-            return std::strtoull(argv[++i], nullptr, 10);
-        };
+    for (rig::bench::arg_reader args(argc, argv); args.next();) {
+        const std::string& a = args.flag();
+        const auto number = [&] { return static_cast<std::size_t>(std::strtoull(args.value().c_str(), nullptr, 10)); };
         if (a == "--family") {
-            if (i + 1 >= argc) {
-                die("--family needs mlx5 or bnxt");
-            }
-            o.family = argv[++i];
+            o.family = args.value();
         } else if (a == "--qps") {
             o.qps = number();
         } else if (a == "--per-qp") {

@@ -76,14 +76,9 @@ struct options {
 
 options parse(int argc, char** argv) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                die(a + " needs a value");
-            }
-            return argv[++i];
-        };
+    for (rig::bench::arg_reader args(argc, argv); args.next();) {
+        const std::string& a = args.flag();
+        const auto next = [&] { return args.value(); };
         if (a == "--quick") {
             o.seconds = 0.5;
             o.iterations = 2000;

@@ -96,14 +96,9 @@ std::vector<std::size_t> parse_list(const std::string& s) {
 
 options parse(int argc, char** argv) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                die(a + " needs a value");
-            }
-            return argv[++i];
-        };
+    for (rig::bench::arg_reader args(argc, argv); args.next();) {
+        const std::string& a = args.flag();
+        const auto next = [&] { return args.value(); };
         if (a == "--family") {
             const std::string f = next();
             o.families = f == "both" ? std::vector<std::string>{"mlx5", "bnxt"} : std::vector<std::string>{f};

@@ -45,6 +45,33 @@ inline void ok(const rig::result<void>& r, const char* what) {
     }
 }
 
+// A benchmark's command line, flag by flag: `for (arg_reader a(argc, argv); a.next();)`, then
+// a.flag() and a.value() (the flag's value, or the bench dies naming the flag).
+class arg_reader {
+public:
+    arg_reader(int argc, char** argv) : _argc(argc), _argv(argv) {}
+    bool next() {
+        if (++_at >= _argc) {
+            return false;
+        }
+        _flag = _argv[_at];
+        return true;
+    }
+    const std::string& flag() const noexcept { return _flag; }
+    std::string value() {
+        if (_at + 1 >= _argc) {
+            die(_flag + " needs a value");
+        }
+        return _argv[++_at];
+    }
+
+private:
+    int _argc;
+    char** _argv;
+    int _at = 0;
+    std::string _flag;
+};
+
 // ---- the model, served by this process ------------------------------------------------------------
 
 // The family of function k in a block: "mlx5", "bnxt", or for "mixed" mlx5 (k even) and bnxt (k odd).

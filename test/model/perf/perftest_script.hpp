@@ -220,6 +220,22 @@ struct perftest_peer {
         sock.expect(std::string_view("done", 5), "\"done\" after the closing handshake");
         sock.expect_closed("\"done\"");
     }
+    // write_bw's server after its first line, against a client running one size (write_bw.c):
+    // the handshakes after connect, after RTR and after the run, the client's BW report (its five
+    // 8-byte fields, returned as sent: size, iterations, then the bits of bw_peak, bw_avg,
+    // msgRate), then the close.
+    std::array<std::uint64_t, 5> serve_one_write_bw_size() const {
+        h0("QP 0's line after connect");
+        h0("the handshake after RTR");
+        h0("the client's handshake after the run");
+        std::array<std::uint64_t, 5> report{};
+        const char* fields[] = {"the report's size", "the report's iterations", "bw_peak", "bw_avg", "msgRate"};
+        for (std::size_t i = 0; i < report.size(); ++i) {
+            report[i] = from_be64(xchg_read(be64(0), 8, fields[i]));
+        }
+        close("the closing handshake");
+        return report;
+    }
     perf::loop_settings settings(std::uint64_t size, std::uint64_t iters) const {
         perf::loop_settings s;
         s.size = size;
