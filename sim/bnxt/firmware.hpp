@@ -100,7 +100,15 @@ struct firmware_options {
     std::uint8_t chip_rev = 1, chip_metal = 1;
     std::uint16_t max_req_win_len = 128;   // the BAR0 window (HWRM_MAX_REQ_LEN)
     std::uint16_t max_resp_len = 704;      // HWRM_MAX_RESP_LEN
+    // VER_GET's def_req_timeout: what the firmware asks drivers to wait per request (Thor: 500 ms,
+    // DFLT_HWRM_CMD_TIMEOUT). A model built with ThreadSanitizer runs its handlers several times
+    // slower (FUNC_BACKING_STORE_CFG walks megabytes of context pages), and asks for the time it
+    // needs through the same field, as firmware does.
+#if defined(__SANITIZE_THREAD__)
+    std::uint16_t def_req_timeout_ms = 5000;
+#else
     std::uint16_t def_req_timeout_ms = 500;
+#endif
     std::uint16_t max_req_timeout_s = 40;
     std::uint16_t max_ext_req_len = 1024;  // a short command's full request, at most
     bool short_cmd_supported = true;       // dev_caps_cfg SHORT_CMD_SUPPORTED

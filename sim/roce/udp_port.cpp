@@ -104,7 +104,7 @@ udp_counters udp_port::counters() const noexcept {
     udp_counters c;
     c.datagrams_in = _counters.datagrams_in.load(r);
     c.bytes_in = _counters.bytes_in.load(r);
-    c.datagrams_out = _counters.datagrams_out.load(r);
+    c.datagrams_out = _counters.datagrams_out.load(std::memory_order_acquire);   // send()'s release
     c.bytes_out = _counters.bytes_out.load(r);
     c.not_for_us = _counters.not_for_us.load(r) + _port->unrouted();   // the wire counts unknown unicast
     c.malformed = _counters.malformed.load(r);

@@ -189,7 +189,9 @@ bool udp_port::send(clock::time_point now) noexcept {
                 _port->release(out[at++]);
             }
         }
-        _counters.datagrams_out.fetch_add(sent, std::memory_order_relaxed);
+        // release: whoever sees the datagram counted may free what it was sent from (a payload
+        // by reference); counters() reads it with acquire
+        _counters.datagrams_out.fetch_add(sent, std::memory_order_release);
         _counters.bytes_out.fetch_add(bytes, std::memory_order_relaxed);
         _counters.send_errors.fetch_add(errors, std::memory_order_relaxed);
         if (_pendings != 0 || n < batch) {

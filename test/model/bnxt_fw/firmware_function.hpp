@@ -4,12 +4,14 @@
 // window to the firmware, which runs the request at once and DMA-writes its response into the
 // memory the driver mapped (a vfio_user::dma_space over the same memfds). The tests see every
 // window the trigger found, and make the firmware fall silent or the BAR refuse writes.
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <array>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -21,6 +23,12 @@
 #include "sim/vfio_user/dma_space.hpp"
 
 namespace rig::test::bnxt {
+
+// "within N ms" as the driver words a timeout after VER_GET: N is the model's def_req_timeout
+// (500 ms, Thor's; more under ThreadSanitizer, sim/bnxt/firmware.hpp).
+inline std::string within_model_timeout() {
+    return "within " + std::to_string(::rig::sim::bnxt::firmware_options{}.def_req_timeout_ms) + " ms";
+}
 
 class firmware_function final : public driver::function {
 public:
@@ -51,6 +59,8 @@ public:
     std::size_t rcfw_hold = 1;
     std::vector<std::uint32_t> producers;               // each producer write, bit 31 included
     std::vector<std::vector<std::byte>> rcfw_commands;  // each command as read from the CMDQ
+    // how many, for a thread waiting while another rings (the device thread pushes them)
+    std::atomic<std::size_t> rcfw_seen{0};
     std::vector<std::uint64_t> bar2_writes;             // doorbells
     std::uint32_t rcfw_consumed = 0;
     std::uint64_t creq_written = 0;
@@ -105,6 +115,7 @@ public:
             }
             rcfw_consumed += n;
             rcfw_commands.push_back(c);
+            rcfw_seen.fetch_add(1, std::memory_order_release);
             if (!rcfw_silent) {
                 rcfw_waiting.push_back(c);
             }

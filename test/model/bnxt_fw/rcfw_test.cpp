@@ -109,7 +109,7 @@ TEST_CASE("bnxt rcfw: two commands outstanding complete out of order, each to it
     r.f.rcfw_hold = 2;
     std::optional<fw::result<abi::creq_query_version_resp>> a;
     std::thread t([&] { a = r.ch->send<abi::creq_query_version_resp>(abi::cmdq_query_version{}, 0, clk::now() + 5s); });
-    while (r.f.rcfw_commands.empty()) {
+    while (r.f.rcfw_seen.load(std::memory_order_acquire) == 0) {
         std::this_thread::sleep_for(1ms);
     }
     std::vector<std::byte> side;

@@ -113,7 +113,8 @@ TEST_CASE("bnxt fw served: a silent firmware at teardown; a dead function at bri
         auto r = (*d)->teardown();
         REQUIRE_FALSE(r.has_value());
         CHECK(clk::now() - start < 2s);
-        CHECK(r.error().message == "teardown step RING_FREE: RING_FREE (0x51): no response within 500 ms");
+        CHECK(r.error().message == "teardown step RING_FREE: RING_FREE (0x51): no response within " +
+                                          std::to_string(rig::sim::bnxt::firmware_options{}.def_req_timeout_ms) + " ms");
         CHECK((*d)->stranded().size() >= 12);
         CHECK(m.fn.context_violations().empty());  // nothing the firmware owns was unmapped
     }

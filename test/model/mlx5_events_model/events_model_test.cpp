@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <mutex>
 
 #include <poll.h>
 #include <signal.h>
@@ -433,23 +434,34 @@ TEST_CASE("mlx5 events model: a trapped UAR page stores its other registers as a
 
 TEST_CASE("mlx5 events model: the ledger counts pages and objects left at DISABLE_HCA and at reset",
           "[model][mlx5]") {
-    std::vector<model::ledger_entry> seen;  // on_ledger runs under the model's lock: no locking here
+    // on_ledger runs on the model's firmware thread; this thread reads what it kept
+    struct {
+        std::mutex lock;
+        std::vector<model::ledger_entry> entries;
+        std::vector<model::ledger_entry> copy() {
+            std::lock_guard g(lock);
+            return entries;
+        }
+    } kept;
     auto o = fast_options();
     o.function_index = 3;
-    o.on_ledger = [&seen](const model::ledger_entry& e) { seen.push_back(e); };
+    o.on_ledger = [&kept](const model::ledger_entry& e) {
+        std::lock_guard g(kept.lock);
+        kept.entries.push_back(e);
+    };
     events_fixture t(o);
     t.bring_up();                      // 2 + 2 pages, a UAR
     t.create_eq(2, {port_change_event});  // and an EQ
     // a driver that skips TEARDOWN_HCA and MANAGE_PAGES(TAKE) before DISABLE_HCA
     t.exec(make<ifc::disable_hca_in>(opcode::disable_hca), ifc::disable_hca_out::size_bytes);
-    REQUIRE(seen.size() == 1);
-    CHECK(model::to_string(seen[0]) == "LEDGER function=3 event=disable_hca pages=4 objects=2");
+    REQUIRE(kept.copy().size() == 1);
+    CHECK(model::to_string(kept.copy()[0]) == "LEDGER function=3 event=disable_hca pages=4 objects=2");
     REQUIRE(t.f->reset().has_value());
-    REQUIRE(seen.size() == 2);
-    CHECK(model::to_string(seen[1]) == "LEDGER function=3 event=reset pages=0 objects=0");
+    REQUIRE(kept.copy().size() == 2);
+    CHECK(model::to_string(kept.copy()[1]) == "LEDGER function=3 event=reset pages=0 objects=0");
     // a DISABLE_HCA refused (already disabled) is no event
     CHECK_FALSE(t.try_exec(make<ifc::disable_hca_in>(opcode::disable_hca), ifc::disable_hca_out::size_bytes).has_value());
-    CHECK(seen.size() == 2);
+    CHECK(kept.copy().size() == 2);
 }
 
 TEST_CASE("mlx5 events model: the owner bit toggles on every pass of the EQ", "[model][mlx5]") {

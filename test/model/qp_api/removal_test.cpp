@@ -41,12 +41,13 @@ bool within_5s(F done) {
 TEST_CASE("removal: the NIC hears the request with its deadline, and closed in time lets go of the device",
           "[model][api][removal]") {
     std::atomic<long> deadline_ms{-1};
-    rig::nic* target = nullptr;
+    std::atomic<rig::nic*> target = nullptr;   // set after open, read on the NIC's event thread
+    std::atomic<int> closed_in_callback{-1};      // checked here: Catch2 asserts on one thread only
     rig::nic_options o;
     o.removal_deadline = 3s;
     o.removal_requested = [&](std::chrono::milliseconds d) {
         deadline_ms = static_cast<long>(d.count());
-        CHECK(target->close().has_value());   // close() from the callback's thread
+        closed_in_callback = target.load()->close().has_value() ? 1 : 0;   // close() from the callback's thread
     };
     rig::test::two_served_functions t(1 << 16, rig::access::remote, o);
     target = t.n1.get();
@@ -54,6 +55,7 @@ TEST_CASE("removal: the NIC hears the request with its deadline, and closed in t
     REQUIRE(t.m1.srv->trigger(vu::irq::req, 0));
     REQUIRE(within_5s([&] { return !t.m1.srv->client_connected(); }));
     CHECK(deadline_ms == 3000);
+    CHECK(closed_in_callback == 1);
     CHECK(t.n1->closed());
     // the other NIC heard nothing
     CHECK(t.m2.srv->client_connected());

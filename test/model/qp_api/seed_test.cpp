@@ -54,6 +54,7 @@
 #include "rig/region.hpp"
 #include "sim/mlx5/datapath.hpp"
 #include "test/model/qp_api/served_nics.hpp"
+#include "test/sanitizer.hpp"
 
 namespace {
 
@@ -401,7 +402,9 @@ TEST_CASE("seed - wait is None at the bound, the entry still due; misuse if us <
     INFO("wall " << wall << " s, waiting thread " << thread_cpu << " s, process " << process_cpu << " s");
     CHECK(wall >= 0.2);
     CHECK(thread_cpu < 0.02);
-    CHECK(process_cpu < 0.5 * wall);  // measured 0.03 s of 0.2 s: two model functions polling
+    // measured 0.03 s of 0.2 s: two model functions polling; ThreadSanitizer instruments their
+    // idle passes (0.155 s measured): still under a core, the waiting thread's share above
+    CHECK(process_cpu < rig::test::sanitizer_cpu_factor * 0.5 * wall);
 
     // The entry is still due: it completes when the peer sends.
     rig::test::fill_pattern(r1.data(), 64, 3);

@@ -18,6 +18,7 @@
 #include "rig/qp.hpp"
 #include "sim/roce/wire.hpp"
 #include "test/model/qp_api/served_nics.hpp"
+#include "test/sanitizer.hpp"
 
 namespace {
 
@@ -209,7 +210,9 @@ TEST_CASE("transfer: a long wait sleeps on the CQ's completion event, not on a c
     const double cpu_ms = std::chrono::duration<double, std::milli>(cpu() - cpu0).count();
     const double wall_ms = std::chrono::duration<double, std::milli>(wall).count();
     INFO("process CPU " << cpu_ms << " ms over " << wall_ms << " ms");
-    CHECK(cpu() - cpu0 < wall / 3);
+    // under ThreadSanitizer the idle passes cost more (169 ms of 300 measured): test/sanitizer.hpp
+    CHECK(std::chrono::duration<double>(cpu() - cpu0).count() <
+          rig::test::sanitizer_cpu_factor * std::chrono::duration<double>(wall).count() / 3);
     CHECK(events.load() == 0);
 
     // a send from another thread lands while the waiter sleeps: the armed CQ's event wakes it

@@ -56,8 +56,9 @@ struct polled final : sr::station {
         if (held.load()) {
             return false;
         }
-        rig::sim::vfio_user::dma_space::pin dma_pinned(f.dma);
+        // the model's one lock order (sim/roce/memory.hpp): the region table, then the DMA view
         sr::memory::pin regions_pinned(f.mem);
+        rig::sim::vfio_user::dma_space::pin dma_pinned(f.dma);
         return f.eng->poll(clock::now());
     }
 };
