@@ -222,7 +222,7 @@ TEST_CASE("bnxt device: silence at FUNC_BACKING_STORE_CFG ends bring-up in time,
     CHECK(d.error().kind == fw::error_kind::timeout);
     CHECK(d.error().message ==
           "bring-up step BACKING_STORE: FUNC_BACKING_STORE_CFG (0x193): no response " + rig::test::bnxt::within_model_timeout());
-    CHECK(took < 1500ms);
+    CHECK(took < 3 * rig::test::bnxt::model_timeout());
     CHECK(f.triggers() == 6);  // teardown sent nothing to a silent firmware
     // The HWRM buffers and every context page stay mapped: the firmware may own them.
     CHECK(f.maps.size() > 2);
@@ -239,7 +239,7 @@ TEST_CASE("bnxt device: silence at teardown completes locally and lists what is 
     const auto start = clk::now();
     auto r = (*d)->teardown();
     REQUIRE_FALSE(r.has_value());
-    CHECK(clk::now() - start < 1500ms);
+    CHECK(clk::now() - start < 3 * rig::test::bnxt::model_timeout());
     CHECK(r.error().message == "teardown step RING_FREE: RING_FREE (0x51): no response " + rig::test::bnxt::within_model_timeout());
     CHECK(f.triggers() == bring_up_sequence.size() + 1);
     const auto st = (*d)->stranded();

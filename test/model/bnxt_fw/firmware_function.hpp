@@ -6,6 +6,7 @@
 // window the trigger found, and make the firmware fall silent or the BAR refuse writes.
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -24,11 +25,12 @@
 
 namespace rig::test::bnxt {
 
-// "within N ms" as the driver words a timeout after VER_GET: N is the model's def_req_timeout
+// The model's def_req_timeout, and "within N ms" as the driver words a timeout after VER_GET
 // (500 ms, Thor's; more under ThreadSanitizer, sim/bnxt/firmware.hpp).
-inline std::string within_model_timeout() {
-    return "within " + std::to_string(::rig::sim::bnxt::firmware_options{}.def_req_timeout_ms) + " ms";
+inline std::chrono::milliseconds model_timeout() {
+    return std::chrono::milliseconds(::rig::sim::bnxt::firmware_options{}.def_req_timeout_ms);
 }
+inline std::string within_model_timeout() { return "within " + std::to_string(model_timeout().count()) + " ms"; }
 
 class firmware_function final : public driver::function {
 public:

@@ -56,6 +56,17 @@ std::string error_in_time(bench& b, clock_type::time_point t0, std::chrono::mill
     return b.rp.result.error();
 }
 
+// rig-perf's run ended in time with a report of one BW row; returns that row.
+perf::bw_row one_row_in_time(bench& b, clock_type::time_point t0, std::chrono::milliseconds within) {
+    REQUIRE(b.rp.ended_within(within));
+    CHECK(clock_type::now() - t0 < within);
+    const std::string text = b.rp.finish();
+    INFO(text);
+    REQUIRE(b.rp.result.has_value());
+    REQUIRE(b.rp.result->bw.size() == 1);
+    return b.rp.result->bw[0];
+}
+
 auto with_queue_pairs(std::uint32_t n) {
     return [n](perf::options& o) {
         o.queue_pairs = n;
@@ -234,15 +245,10 @@ TEST_CASE("lying peer: a BW report of another size: rig-perf's server warns and 
         CHECK(from_be64(p.xchg_read(f, 8, "the server's report field")) == 0);
     }
     p.close("the closing handshake");
-    REQUIRE(b.rp.ended_within(exchange_timeout + slack));
-    CHECK(clock_type::now() - t0 < exchange_timeout + slack);
-    const std::string text = b.rp.finish();
-    INFO(text);
-    REQUIRE(b.rp.result.has_value());
-    REQUIRE(b.rp.result->bw.size() == 1);
-    CHECK(b.rp.result->bw[0].bytes == 65536);
-    CHECK(b.rp.result->bw[0].iterations == 5000);
-    CHECK(b.rp.result->bw[0].bw_average_mib == 92.25);
+    const perf::bw_row row = one_row_in_time(b, t0, exchange_timeout + slack);
+    CHECK(row.bytes == 65536);
+    CHECK(row.iterations == 5000);
+    CHECK(row.bw_average_mib == 92.25);
     std::lock_guard g(lock);
     CHECK(warnings == std::vector<std::string>{"the client reported its last size as 65536 bytes, this side ran up "
                                                "to 4096 (same options on both sides?)"});
@@ -283,11 +289,5 @@ TEST_CASE("lying peer: a page size and cache line of 0 or 2^31 are taken, the ru
     p.xchg(std::string("3\0", 2), std::string("5\0", 2), "the MTU");
     p.first_line();
     CHECK(p.serve_one_write_bw_size()[0] == 2);
-    REQUIRE(b.rp.ended_within(exchange_timeout + slack));
-    CHECK(clock_type::now() - t0 < exchange_timeout + slack);
-    const std::string text = b.rp.finish();
-    INFO(text);
-    REQUIRE(b.rp.result.has_value());
-    REQUIRE(b.rp.result->bw.size() == 1);
-    CHECK(b.rp.result->bw[0].bytes == 2);
+    CHECK(one_row_in_time(b, t0, exchange_timeout + slack).bytes == 2);
 }
