@@ -21,6 +21,11 @@ using entry_layout = ifc::cmd_queue_entry;
 using box_layout = ifc::cmd_if_box;
 using iseg = ifc::initial_seg;
 
+// How long a command waits, with every slot kept for a CMD event still owed, before it takes
+// those slots back (command_queue.hpp _slot_event_owed). Events come within microseconds when
+// the event thread runs; this bounds only a lost one.
+constexpr std::chrono::milliseconds owed_event_grace{1000};
+
 // The byte offset of the big-endian dword that holds a field of the initialization segment.
 constexpr std::uint64_t dword_of(abi::field f) noexcept { return f.off / 32 * 4; }
 
@@ -354,8 +359,21 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
                 return fail(error_kind::transport, "no command slot left: all " + std::to_string(usable) +
                                                        " are stranded with the device");
             }
-            if (_done.wait_until(g, deadline) == std::cv_status::timeout && clock::now() >= deadline) {
-                return fail(error_kind::timeout, "no command slot came free before the deadline");
+            // Slots kept only for CMD events still owed come free when those arrive; an event
+            // lost for good (the kernel's mlx5_cmd_eq_recover case) must not keep its slot
+            // forever: after a grace without any, the owed slots are taken back.
+            const bool owed_any = std::find(_slot_event_owed.begin(), _slot_event_owed.end(), true) !=
+                                  _slot_event_owed.end();
+            const auto until = owed_any ? std::min(deadline, clock::now() + owed_event_grace) : deadline;
+            if (_done.wait_until(g, until) == std::cv_status::timeout) {
+                if (clock::now() >= deadline) {
+                    return fail(error_kind::timeout, "no command slot came free before the deadline");
+                }
+                if (owed_any) {
+                    log().warn("mlx5 command queue on {}: CMD events owed for {} ms did not come; their slots are "
+                               "taken back", _fn.name(), owed_event_grace.count());
+                    _slot_event_owed.assign(entries(), false);
+                }
             }
             if (_failure) {
                 return failed();
