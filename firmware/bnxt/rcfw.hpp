@@ -30,8 +30,9 @@
 // reaches the user's callbacks, which may call back into the NIC and so into exec(), whose caller
 // may hold the NIC's lock (ThreadSanitizer found that cycle). The thread that polled an entry sets
 // it aside; the serving thread, or with none the command's own thread once its command is done,
-// hands it over unlocked. With a service thread (serve(): the device's event thread takes the CREQ's interrupts and calls
-// service()), waiters sleep on the channel's condition variable instead of the eventfd.
+// hands it over unlocked. With a service thread (serve(): the device's event thread takes the
+// CREQ's interrupts and calls service()), waiters sleep on the channel's condition variable
+// instead of the eventfd.
 //
 // A command that misses its deadline (20 s by default: RCFW_CMD_WAIT_TIME_MS) stops the
 // channel (upstream's FIRMWARE_TIMED_OUT): the CMDQ and the side buffers are stranded, every

@@ -112,6 +112,7 @@ inline std::string be64(std::uint64_t v) {
     }
     return s;
 }
+inline std::string be_double(double v) { return be64(std::bit_cast<std::uint64_t>(v)); }
 inline std::uint64_t from_be64(std::string_view s) {
     std::uint64_t v = 0;
     for (char c : s) {
@@ -236,6 +237,19 @@ struct perftest_peer {
         close("the closing handshake");
         return report;
     }
+    // write_bw's client after its first line, against a server that only waits (write_bw.c): the
+    // same three handshakes, its report sent field by field (each answered with zeros: perftest
+    // never fills the passive side's report), then the close.
+    void report_one_write_bw_size(std::uint64_t size, std::uint64_t iters, double peak, double avg,
+                                  double rate) const {
+        h0("QP 0's line after connect");
+        h0("the handshake after RTR");
+        h0("the server's handshake after the run");
+        for (const auto& f : {be64(size), be64(iters), be_double(peak), be_double(avg), be_double(rate)}) {
+            CHECK(from_be64(xchg_read(f, 8, "the server's report field")) == 0);
+        }
+        close("the closing handshake");
+    }
     perf::loop_settings settings(std::uint64_t size, std::uint64_t iters) const {
         perf::loop_settings s;
         s.size = size;
@@ -346,6 +360,5 @@ struct bench {
     }
 };
 
-inline std::string be_double(double v) { return be64(std::bit_cast<std::uint64_t>(v)); }
 
 }  // namespace rig::test::perftest
