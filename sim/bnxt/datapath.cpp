@@ -102,25 +102,93 @@ bool datapath::pass(roce::clock::time_point now) {
     vfio_user::dma_space::pin dma_pinned(*_dma);
     follow_link();
     bool did = poll_doorbells();
-    for (auto& [id, s] : _qps) {
-        if (s.rc && s.q != nullptr) {
-            did = fetch_receives(s, *s.q) || did;
-            did = fetch_sends(s, *s.q) || did;
-        }
-    }
+    did = fetch_produced() || did;
     did = (_engine ? _engine->poll(now) : drop_arrivals(now)) || did;
-    for (auto& [id, s] : _qps) {
-        if (s.rc && s.q != nullptr) {
-            did = drain_completions(s) || did;
-            // reported once its completions are out (the reasons come from the first errors)
-            const bool drained = (s.send_cq == nullptr || room(*s.send_cq) > 0) &&
-                                 (s.receive_cq == nullptr || room(*s.receive_cq) > 0);
-            if (s.rc->state() == roce::qp_state::error && !s.reported && drained) {
-                report_error(s);
-            }
+    return attend_slots() || did;
+}
+
+// The slots whose producers moved past what the model took: their WQEs fetched while the rc_qp
+// has room. One still behind its producer (its rc_qp full) stays for the next pass.
+bool datapath::fetch_produced() {
+    bool did = false;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < _fetch.size(); ++i) {
+        qp_slot& s = *_fetch[i];
+        s.fetching = false;
+        if (!s.rc || s.q == nullptr) {
+            continue;
+        }
+        did = fetch_receives(s, *s.q) || did;
+        did = fetch_sends(s, *s.q) || did;
+        if (s.sq_taken != s.sq_produced || s.rq_taken != s.rq_produced) {
+            s.fetching = true;
+            _fetch[kept++] = &s;
         }
     }
+    _fetch.resize(kept);
     return did;
+}
+
+// The slots whose rc_qp has completions or failed: CQEs written, and a failed QP reported once
+// its completions are out (the reasons come from the first errors). One whose CQ is full, or
+// whose report waits for room, stays for the next pass.
+bool datapath::attend_slots() {
+    bool did = false;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < _attend.size(); ++i) {   // attend() may append meanwhile
+        qp_slot& s = *_attend[i];
+        s.attended = false;
+        if (!s.rc || s.q == nullptr) {
+            continue;
+        }
+        did = drain_completions(s) || did;
+        const bool drained = (s.send_cq == nullptr || room(*s.send_cq) > 0) &&
+                             (s.receive_cq == nullptr || room(*s.receive_cq) > 0);
+        const bool failed = s.rc->state() == roce::qp_state::error;
+        if (failed && !s.reported && drained) {
+            report_error(s);
+        }
+        if ((s.rc->has_completions() || (failed && !s.reported)) && !s.attended) {
+            s.attended = true;
+            _attend[kept++] = &s;
+        }
+    }
+    _attend.resize(kept);
+    return did;
+}
+
+void datapath::want_fetch(qp_slot& s) noexcept {
+    if (!s.fetching) {
+        s.fetching = true;
+        _fetch.push_back(&s);   // never allocates: index_objects() left room for every slot
+    }
+}
+
+void datapath::attend(qp_slot& s) noexcept {
+    if (!s.attended) {
+        s.attended = true;
+        _attend.push_back(&s);   // never allocates: index_objects() left room for every slot
+    }
+}
+
+// The lists, made again after the objects were followed: every slot with an rc_qp is looked at
+// once (a command may have changed what it reports), and fetched from if behind its producers.
+void datapath::index_objects() {
+    _fetch.clear();
+    _attend.clear();
+    for (auto& [id, s] : _qps) {
+        s.fetching = s.attended = false;
+        if (s.sq_taken != s.sq_produced || s.rq_taken != s.rq_produced) {
+            s.fetching = true;
+            _fetch.push_back(&s);
+        }
+        if (s.rc) {
+            s.attended = true;
+            _attend.push_back(&s);
+        }
+    }
+    _fetch.reserve(_qps.size());
+    _attend.reserve(_qps.size());
 }
 
 // No RC queue pair yet: a card drops what arrives for QPs it does not have (IB 9.6).
@@ -179,6 +247,7 @@ void datapath::follow_objects() {
     }
     std::ranges::sort(_pages);
     _pages.erase(std::unique(_pages.begin(), _pages.end()), _pages.end());
+    index_objects();
 }
 
 // Registered MR keys (REGISTER_MR; qplib_sp.c bnxt_qplib_reg_mr): lkey = rkey = the key,
@@ -331,6 +400,9 @@ bool datapath::configure(qp_slot& s, const roce_qp& q) {
         s.psn.dp = this;
         s.psn.slot = &s;   // a std::map node: stays where it is while the QP lives
         s.rc->set_retransmit_locator(&s.psn);
+        s.host.dp = this;
+        s.host.slot = &s;
+        s.rc->set_host(&s.host);
         s.rc->to_init(rights_of_qp(a.access));
         roce::path p;
         p.dest_qpn = a.dest_qp_id;

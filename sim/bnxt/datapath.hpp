@@ -155,6 +155,19 @@ private:
         std::uint16_t sq_cons = 0, rq_cons = 0;   // the slots after the last completions
         psn_search psn;                           // the rc_qp's retransmit_locator
         bool retransmit_lost = false;             // a retransmission could not be located
+        bool fetching = false;                    // a producer moved past what was taken (in _fetch)
+        bool attended = false;                    // its rc_qp asked to be looked at (in _attend)
+        // What its rc_qp tells the data path (roce::qp_host), on the pass's thread.
+        struct host final : roce::qp_host {
+            datapath* dp = nullptr;
+            qp_slot* slot = nullptr;
+            void needs_attention() noexcept override { dp->attend(*slot); }
+            void receive_wanted() noexcept override {
+                if (slot->rc && slot->q != nullptr) {
+                    dp->fetch_receives(*slot, *slot->q);
+                }
+            }
+        } host;
     };
 
     // datapath.cpp, all with the function model's lock held
@@ -166,6 +179,13 @@ private:
     void follow_cqs();
     void follow_qps();
     void drop_qp(qp_slot& s, bool rings_too) noexcept;
+    // The lists a pass walks instead of every QP (a pass costs what moves, not the number of
+    // QPs: issue 17, bench-scale), made again whenever the objects are followed.
+    void index_objects();
+    void want_fetch(qp_slot& s) noexcept;
+    void attend(qp_slot& s) noexcept;
+    bool fetch_produced();
+    bool attend_slots();
     bool configure(qp_slot& s, const roce_qp& q);
     void to_rts(qp_slot& s, const roce_qp& q);
     static connection connection_of(const roce_qp& q);
@@ -197,6 +217,8 @@ private:
     std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR
     rig::roce::gid _engine_gid{};
     std::map<std::uint32_t, qp_slot> _qps;
+    std::vector<qp_slot*> _fetch;    // the slots with WQEs produced and not taken (fetching)
+    std::vector<qp_slot*> _attend;   // the slots whose rc_qp asked to be looked at (attended)
     std::map<std::uint32_t, cq_slot> _cqs;
     struct key_state {
         std::uint32_t pd;

@@ -146,6 +146,7 @@ void datapath::producer(qp_slot& s, bool send, std::uint32_t index, bool epoch) 
         return ignore();   // no producer of this ring
     }
     (send ? s.sq_produced : s.rq_produced) = pos;
+    want_fetch(s);
 }
 
 // The driver's consumer of a CQ, as its doorbells give it: it only moves forward, up to the

@@ -109,36 +109,146 @@ bool datapath::pass(roce::clock::time_point now) {
     roce::memory::pin regions_pinned(*_memory);
     vfio_user::dma_space::pin dma_pinned(*_dma);
     bool did = poll_uar_pages();
-    for (auto& [qpn, s] : _qps) {
-        const qp_object* q = s.q;
-        if (s.rc && q != nullptr) {
-            did = fetch_receives(s, *q) || did;
-            if (s.sq_look) {
-                s.sq_look = false;
-                did = fetch_sends(s, *q) || did;
-            }
-        }
-    }
+    did = poll_cq_doorbells() || did;
+    did = fetch_looked_at() || did;
+    did = sweep_receives() || did;
     if (_engine) {
         did = _engine->poll(now) || did;
     } else {
         did = drop_arrivals(now) || did;
     }
-    for (auto& [qpn, s] : _qps) {
-        const qp_object* q = s.q;
-        if (s.rc && q != nullptr) {
-            did = drain_completions(s, *q) || did;
-            if (s.rc->state() == roce::qp_state::error &&
-                (q->state == ifc::qpc_state::rtr || q->state == ifc::qpc_state::rts)) {
-                // an entry failed: the card moves the QP to ERR, which QUERY_QP then reports and
-                // which only 2RST (or 2ERR) leaves
-                s.q->state = ifc::qpc_state::err;
-                abi::set<ifc::qpc::state>(s.q->qpc, static_cast<std::uint8_t>(ifc::qpc_state::err));
-                raise_responder_event(s, q->qpn);
-            }
+    return attend_slots() || did;
+}
+
+// The slots whose send counter is to be read: a BlueFlame write on their UAR page, a state
+// change, or a ring that was full. One whose rc_qp is still full stays for the next pass.
+bool datapath::fetch_looked_at() {
+    bool did = false;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < _fetch.size(); ++i) {
+        qp_slot& s = *_fetch[i];
+        s.sq_look = false;
+        if (s.rc && s.q != nullptr) {
+            did = fetch_sends(s, *s.q) || did;
+        }
+        if (s.sq_look) {
+            _fetch[kept++] = &s;
+        }
+    }
+    _fetch.resize(kept);
+    return did;
+}
+
+// Receive counters, sweep_per_pass QPs a pass in turn (every QP when there are no more): a
+// message that finds no receive reads its QP's at once (receive_wanted), as a card reads a
+// receive queue's doorbell record when a SEND arrives; the sweep posts receives ahead of that,
+// and completes the ones posted to a failed QP flushed.
+bool datapath::sweep_receives() {
+    const std::size_t n = _live.size();
+    bool did = false;
+    for (std::size_t k = 0; k < std::min(n, sweep_per_pass); ++k) {
+        if (_sweep_at >= n) {
+            _sweep_at = 0;
+        }
+        qp_slot& s = *_live[_sweep_at++];
+        if (s.rc && s.q != nullptr) {
+            did = fetch_receives(s, *s.q) || did;
         }
     }
     return did;
+}
+
+// The slots whose rc_qp has completions or failed: CQEs written; a failed QP's state moved to
+// ERR. One whose CQ is full stays for the next pass.
+bool datapath::attend_slots() {
+    bool did = false;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < _attend.size(); ++i) {   // attend() may append meanwhile
+        qp_slot& s = *_attend[i];
+        s.attended = false;
+        qp_object* q = s.q;
+        if (!s.rc || q == nullptr) {
+            continue;
+        }
+        did = drain_completions(s, *q) || did;
+        if (s.rc->state() == roce::qp_state::error &&
+            (q->state == ifc::qpc_state::rtr || q->state == ifc::qpc_state::rts)) {
+            // an entry failed: the card moves the QP to ERR, which QUERY_QP then reports and
+            // which only 2RST (or 2ERR) leaves
+            q->state = ifc::qpc_state::err;
+            abi::set<ifc::qpc::state>(q->qpc, static_cast<std::uint8_t>(ifc::qpc_state::err));
+            raise_responder_event(s, q->qpn);
+        }
+        if (s.rc->has_completions() && !s.attended) {
+            s.attended = true;
+            _attend[kept++] = &s;
+        }
+    }
+    _attend.resize(kept);
+    return did;
+}
+
+void datapath::look_at_sends(qp_slot& s) noexcept {
+    if (!s.sq_look) {
+        s.sq_look = true;
+        _fetch.push_back(&s);   // never allocates: index_objects() left room for every slot
+    }
+}
+
+void datapath::attend(qp_slot& s) noexcept {
+    if (!s.attended) {
+        s.attended = true;
+        _attend.push_back(&s);   // never allocates: index_objects() left room for every slot
+    }
+}
+
+void datapath::receive_wanted(qp_slot& s) noexcept {
+    if (s.rc && s.q != nullptr) {
+        fetch_receives(s, *s.q);
+    }
+}
+
+// The lists, made again after the objects were followed: every slot with an rc_qp is looked at
+// once (a command may have changed what it reports), and the UAR pages are grouped.
+void datapath::index_objects() {
+    _live.clear();
+    _fetch.clear();
+    _attend.clear();
+    _qp_pages.clear();
+    _cq_pages.clear();
+    for (auto& [qpn, s] : _qps) {
+        s.attended = false;
+        if (!s.rc || s.q == nullptr) {
+            s.sq_look = false;
+            continue;
+        }
+        _live.push_back(&s);
+        s.attended = true;
+        _attend.push_back(&s);
+        if (s.sq_look) {
+            _fetch.push_back(&s);
+        }
+        if (uar_in_bar(s.q->uar_page)) {
+            auto page = std::find_if(_qp_pages.begin(), _qp_pages.end(), [&](const auto& u) { return u.page == s.q->uar_page; });
+            if (page == _qp_pages.end()) {
+                page = _qp_pages.insert(_qp_pages.end(), {s.q->uar_page, {}});
+            }
+            page->watches.push_back({&s, nullptr, ~0u});
+        }
+    }
+    _watch_removals = ~std::uint64_t{0};   // found by the next poll, with the DMA view pinned
+    _fetch.reserve(_live.size());
+    _attend.reserve(_live.size());
+    for (auto& [cqn, slot] : _cqs) {
+        if (!uar_in_bar(slot.cq->uar_page)) {
+            continue;
+        }
+        auto page = std::find_if(_cq_pages.begin(), _cq_pages.end(), [&](const auto& u) { return u.page == slot.cq->uar_page; });
+        if (page == _cq_pages.end()) {
+            page = _cq_pages.insert(_cq_pages.end(), {slot.cq->uar_page, {}});
+        }
+        page->slots.push_back(&slot);
+    }
 }
 
 // A responder that failed its queue pair raises the affiliated event a card raises there (IB
@@ -229,6 +339,7 @@ void datapath::follow_objects() {
         s.send_cq = snd != _cqs.end() ? &snd->second : nullptr;
         s.receive_cq = rcv != _cqs.end() ? &rcv->second : nullptr;
     }
+    index_objects();
 }
 
 void datapath::follow_mkeys() {
@@ -406,6 +517,9 @@ bool datapath::configure(qp_slot& s, const qp_object& q) {
         log().warn("mlx5 data path: QP {:#x} uses another GID than the function's first QP: its frames "
                    "are not received", q.qpn);
     }
+    s.host.dp = this;
+    s.host.slot = &s;
+    s.rc->set_host(&s.host);
     _engine->add(*s.rc);
     s.conn = connection_of(q);
     s.opcodes.assign(std::size_t{1} << q.log_sq_size, 0);

@@ -15,15 +15,18 @@
 //  2. polls the UAR pages (shared memory, never trapped): the BlueFlame registers (UAR + 0x800,
 //     four 512-byte bfregs, two halves each) with an atomic exchange against 0, a value no
 //     driver writes (QPN 0 is never an RC QP), and the CQ arm doorbells (UAR + 0x20);
-//  3. for each QP whose UAR page saw a BlueFlame write, reads the send counter of its doorbell
-//     record (DW1) and fetches the new WQEs from the QP buffer (after the RQ, PAS pages): a run
-//     of blocks per DMA access, up to the ring's or the page's end, an entry that crosses either
-//     gathered block by block; parses them (wqe.cpp) and posts them to the rc_qp; reads every
-//     QP's receive counter (DW0) and posts the new receive WQEs, so a receive is there before a
-//     SEND needs it;
-//  4. runs the RC engine (frames in, timers, frames out);
-//  5. turns the rc_qps' completions into CQE64s in the CQ buffers (cqe.cpp), owner bit by
-//     pass over the ring, and posts one COMP EQE to an armed CQ, which it disarms.
+//  3. for each QP whose UAR page saw a BlueFlame write and whose send counter (doorbell record
+//     DW1) moved, fetches the new WQEs from the QP buffer (after the RQ, PAS pages): a run of
+//     blocks per DMA access, up to the ring's or the page's end, an entry that crosses either
+//     gathered block by block; parses them (wqe.cpp) and posts them to the rc_qp; reads the
+//     receive counters (DW0) of sweep_per_pass QPs in turn and posts their new receive WQEs,
+//     and a message that finds no receive has its QP's read at once (roce::qp_host);
+//  4. runs the RC engine (frames in, the scheduled queue pairs' frames out, timers);
+//  5. turns the completions of the rc_qps that have some into CQE64s in the CQ buffers
+//     (cqe.cpp), owner bit by pass over the ring, and posts one COMP EQE to an armed CQ, which
+//     it disarms.
+// Steps 3 to 5 walk lists of the QPs that have something to do, not every QP: a pass costs what
+// moves (bench-scale: 1024 QPs against 1).
 // The core paces the rounds (busy polling, then backoff when idle: model_core.hpp).
 // Files: datapath.cpp (thread, objects), doorbells.cpp (steps 2-3), wqe.cpp (parsing),
 // cqe.cpp (step 5).
@@ -134,8 +137,21 @@ private:
         std::unique_ptr<roce::rc_qp> rc;
         std::uint32_t sq_taken = 0;   // blocks fetched (free-running; the record holds 16 bits)
         std::uint32_t rq_taken = 0;   // receive WQEs fetched
-        bool sq_look = false;         // a BlueFlame write or a state change: read the send counter
+        bool sq_look = false;         // a BlueFlame write or a state change: read the send counter (in _fetch)
+        bool attended = false;        // its rc_qp asked to be looked at (in _attend)
+        // Its doorbell record in host memory (dma_space::readable), read every time its UAR
+        // page rings: found again when the record's IOVA or the DMA windows changed.
+        const std::byte* record = nullptr;
+        std::uint64_t record_iova = ~std::uint64_t{0};
+        std::uint64_t record_removals = ~std::uint64_t{0};
         std::vector<std::uint8_t> opcodes;  // ctrl opcode of each send entry, by block index
+        // What its rc_qp tells the data path (roce::qp_host), on the pass's thread.
+        struct host final : roce::qp_host {
+            datapath* dp = nullptr;
+            qp_slot* slot = nullptr;
+            void needs_attention() noexcept override { dp->attend(*slot); }
+            void receive_wanted() noexcept override { dp->receive_wanted(*slot); }
+        } host;
     };
     struct cq_slot {
         std::uint32_t cqn = 0;
@@ -160,11 +176,25 @@ private:
     bool drop_arrivals(roce::clock::time_point now) noexcept;
     bool configure(qp_slot& s, const qp_object& q);
     static connection connection_of(const qp_object& q);
+    // The lists a pass walks instead of every QP (a pass costs what moves, not the number of
+    // QPs: issue 17, bench-scale), made again whenever the objects are followed.
+    void index_objects();
+    bool uar_in_bar(std::uint32_t page) const noexcept;
+    void look_at_sends(qp_slot& s) noexcept;
+    void attend(qp_slot& s) noexcept;
+    void receive_wanted(qp_slot& s) noexcept;
+    bool fetch_looked_at();
+    bool sweep_receives();
+    bool attend_slots();
+    void find_send_counters();
     bool poll_uar_pages();
+    bool poll_cq_doorbells();
     bool fetch_sends(qp_slot& s, const qp_object& q);
     std::uint32_t stage_sends(const qp_object& q, std::uint32_t first, std::uint32_t pending) noexcept;
     bool gather_send(qp_slot& s, const qp_object& q, std::uint32_t most);
     bool fetch_receives(qp_slot& s, const qp_object& q);
+    // The 16-bit counter at `offset` of the QP's doorbell record (qp_dbr). false: outside the DMA mappings.
+    bool read_counter(qp_slot& s, const qp_object& q, std::uint64_t offset, std::uint32_t& counter);
     bool drain_completions(qp_slot& s, const qp_object& q);
     void raise_responder_event(const qp_slot& s, std::uint32_t qpn);
     bool write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode);
@@ -188,8 +218,34 @@ private:
     // of 64 blocks, and room for the longest entry (16 blocks) to be parsed from its last block.
     static constexpr std::uint32_t staged_blocks = 64;
     std::array<std::byte, (staged_blocks + 16) * 64> _staged{};
-    std::vector<std::pair<std::uint32_t, bool>> _pages;  // UAR pages read this pass, rung or not
-    std::vector<std::uint32_t> _arm_pages;               // UAR pages whose CQ doorbell rang this pass
+    // A UAR page (in BAR0) and the QPs, or the CQs, that ring it.
+    template <typename Slot>
+    struct uar_users {
+        std::uint32_t page = 0;
+        std::vector<Slot*> slots;
+    };
+    // A QP of a UAR page, watched when the page rings: its send counter's host address (null:
+    // read through the DMA view) and the counter last seen there. A flat array per page, walked
+    // in order: a ring of a page with a thousand QPs reads a thousand records, and following
+    // each slot to its record cost two cache misses per QP (bench-scale).
+    struct send_watch {
+        qp_slot* slot = nullptr;
+        const std::byte* counter = nullptr;
+        std::uint32_t seen = ~0u;
+    };
+    struct qp_page {
+        std::uint32_t page = 0;
+        std::vector<send_watch> watches;
+    };
+    std::vector<qp_page> _qp_pages;
+    std::uint64_t _watch_removals = ~std::uint64_t{0};   // dma_space::removals() the watches were found at
+    std::vector<uar_users<cq_slot>> _cq_pages;
+    std::vector<qp_slot*> _live;     // the slots with an rc_qp
+    std::vector<qp_slot*> _fetch;    // the slots whose send counter a pass reads (sq_look)
+    std::vector<qp_slot*> _attend;   // the slots whose rc_qp asked to be looked at (attended)
+    std::size_t _sweep_at = 0;       // the index in _live the next receive sweep starts at
+    // receive counters a pass reads in turn (sweep_receives): every QP's, when there are no more
+    static constexpr std::size_t sweep_per_pass = 32;
 
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};

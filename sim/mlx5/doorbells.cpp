@@ -4,6 +4,7 @@
 // mlx5_arm_cq; datapath.hpp).
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 // The ifc headers before doorbell.hpp, whose rig::mlx5::abi would hide rig::abi from them.
 #include "abi/mlx5/ifc/qp.hpp"
@@ -26,97 +27,110 @@ using rig::abi::load_be;
 constexpr std::uint32_t log_bf_reg_size = 9;
 constexpr std::size_t bf_half = std::size_t{1} << (log_bf_reg_size - 1);
 
+// A doorbell register's value, taken: 0 when nothing was written since the last take. A plain
+// load first: most registers were not written since the last look, and a locked exchange on
+// each of them, every pass, costs more than the rest of an idle pass.
+std::uint64_t take64(std::byte* bar, std::uint64_t at) noexcept {
+    auto* cell = reinterpret_cast<std::uint64_t*>(bar + at);
+    std::atomic_ref<std::uint64_t> doorbell(*cell);
+    if (doorbell.load(std::memory_order_relaxed) == 0) {
+        return 0;
+    }
+    return doorbell.exchange(0);
+}
+
 }  // namespace
 
 // ---- doorbells and work entries ---------------------------------------------------------------
 
+bool datapath::uar_in_bar(std::uint32_t page) const noexcept {
+    const std::uint64_t at = std::uint64_t{page} * uar_page_bytes;
+    return at >= _fn._layout.uar_begin && at < _fn._layout.uar_end;
+}
+
+// The send counters' host addresses, found again when a DMA window went since (or the QPs changed:
+// index_objects). A QP whose record is not readable by address is looked at on every ring.
+void datapath::find_send_counters() {
+    for (auto& page : _qp_pages) {
+        for (auto& w : page.watches) {
+            const std::byte* record = _dma->readable(w.slot->q->dbr_addr, 8);
+            w.counter = record != nullptr ? record + db::qp_dbr::send_counter : nullptr;
+            w.seen = ~0u;
+        }
+    }
+    _watch_removals = _dma->removals();
+}
+
+// BlueFlame registers: a write on a page has every QP of that page whose send counter moved
+// since the last look read it (polling sees only the last write to a register, which may be
+// another QP's). A counter that did not move posted nothing: its QP is not touched.
 bool datapath::poll_uar_pages() {
     bool seen = false;
     std::byte* bar = _fn._bar0.data();
-    const auto in_bar = [&](std::uint32_t page) {
-        const std::uint64_t at = std::uint64_t{page} * uar_page_bytes;
-        return at >= _fn._layout.uar_begin && at < _fn._layout.uar_end;
-    };
-    const auto take64 = [&](std::uint64_t at) -> std::uint64_t {
-        auto* cell = reinterpret_cast<std::uint64_t*>(bar + at);
-        std::atomic_ref<std::uint64_t> doorbell(*cell);
-        // A plain load first: most registers were not written since the last look, and a
-        // locked exchange on each of them, every pass, costs more than the rest of an idle pass.
-        if (doorbell.load(std::memory_order_relaxed) == 0) {
-            return 0;
+    if (_watch_removals != _dma->removals()) {
+        find_send_counters();
+    }
+    for (auto& page : _qp_pages) {
+        const std::uint64_t base = std::uint64_t{page.page} * uar_page_bytes;
+        bool rung = false;
+        for (std::size_t k = 0; k < db::uar::bfregs_per_uar; ++k) {
+            for (std::size_t h = 0; h < 2; ++h) {
+                rung = take64(bar, base + db::bfreg_offset(k, log_bf_reg_size) + h * bf_half) != 0 || rung;
+            }
         }
-        return doorbell.exchange(0);
-    };
-    // BlueFlame registers: any write on a page makes every QP of that page read its send counter
-    // (polling sees only the last write to a register, which may be another QP's). `_pages`
-    // keeps its capacity from pass to pass: no allocation once warm.
-    _pages.clear();
-    for (auto& [qpn, s] : _qps) {
-        const qp_object* q = s.q;
-        if (!s.rc || q == nullptr || !in_bar(q->uar_page)) {
+        if (!rung) {
             continue;
         }
-        auto page = std::find_if(_pages.begin(), _pages.end(), [&](const auto& p) { return p.first == q->uar_page; });
-        if (page == _pages.end()) {
-            const std::uint64_t base = std::uint64_t{q->uar_page} * uar_page_bytes;
-            bool rung = false;
-            for (std::size_t k = 0; k < db::uar::bfregs_per_uar; ++k) {
-                for (std::size_t h = 0; h < 2; ++h) {
-                    rung = take64(base + db::bfreg_offset(k, log_bf_reg_size) + h * bf_half) != 0 || rung;
+        seen = true;
+        constexpr std::size_t ahead = 8;   // records asked for ahead of their read: their misses overlap
+        const std::size_t n = page.watches.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i + ahead < n && page.watches[i + ahead].counter != nullptr) {
+                __builtin_prefetch(page.watches[i + ahead].counter);
+            }
+            send_watch& w = page.watches[i];
+            std::uint32_t counter = ~0u;
+            if (w.counter != nullptr) {
+                std::memcpy(&counter, w.counter, sizeof counter);
+                if (counter == w.seen) {
+                    continue;
                 }
+                w.seen = counter;
             }
-            _pages.emplace_back(q->uar_page, rung);
+            look_at_sends(*w.slot);
         }
     }
-    for (auto& [qpn, s] : _qps) {
-        const qp_object* q = s.q;
-        if (!s.rc || q == nullptr) {
-            continue;
-        }
-        for (const auto& [page, rung] : _pages) {
-            if (page == q->uar_page && rung) {
-                s.sq_look = true;
-                seen = true;
-            }
-        }
-    }
-    // CQ arm doorbells (UAR + 0x20): be32(arm word) then be32(cqn), one 64-bit store. A card
-    // traps each store; polling sees only the last one of a pass, so two CQs of one UAR armed
-    // between two passes would keep one arm. The driver writes the same arm word into the CQ's
-    // doorbell record (DW1, MLX5_CQ_ARM_DB: sn << 28 | cmd | ci) before the store (rdma-core
-    // mlx5_arm_cq), so a store on a page makes every CQ of that page compare its record's arm
-    // word with the last one taken: a new word is a new arm. The register's own CQ is armed
-    // even with an unchanged word (armed again after an event with the same sequence number).
-    _arm_pages.clear();
-    for (auto& [cqn, slot] : _cqs) {
-        const cq_object& cq = *slot.cq;
-        if (!in_bar(cq.uar_page) ||
-            std::find(_arm_pages.begin(), _arm_pages.end(), cq.uar_page) != _arm_pages.end()) {
-            continue;
-        }
-        const std::uint64_t raw = take64(std::uint64_t{cq.uar_page} * uar_page_bytes + db::uar::cq_doorbell);
+    return seen;
+}
+
+// CQ arm doorbells (UAR + 0x20): be32(arm word) then be32(cqn), one 64-bit store. A card
+// traps each store; polling sees only the last one of a pass, so two CQs of one UAR armed
+// between two passes would keep one arm. The driver writes the same arm word into the CQ's
+// doorbell record (DW1, MLX5_CQ_ARM_DB: sn << 28 | cmd | ci) before the store (rdma-core
+// mlx5_arm_cq), so a store on a page makes every CQ of that page compare its record's arm
+// word with the last one taken: a new word is a new arm. The register's own CQ is armed
+// even with an unchanged word (armed again after an event with the same sequence number).
+bool datapath::poll_cq_doorbells() {
+    bool seen = false;
+    std::byte* bar = _fn._bar0.data();
+    for (const auto& users : _cq_pages) {
+        const std::uint64_t raw = take64(bar, std::uint64_t{users.page} * uar_page_bytes + db::uar::cq_doorbell);
         if (raw == 0) {
             continue;
         }
         seen = true;
-        _arm_pages.push_back(cq.uar_page);
         const std::uint64_t v = load_be<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw));
         const auto named = static_cast<std::uint32_t>(v & 0xffffff);
         auto it = _cqs.find(named);
-        if (it == _cqs.end() || it->second.cq->uar_page != cq.uar_page) {
-            log().warn("mlx5 data path: CQ arm doorbell {:#x} in UAR {} names no CQ of that UAR", v, cq.uar_page);
-            continue;
+        if (it == _cqs.end() || it->second.cq->uar_page != users.page) {
+            log().warn("mlx5 data path: CQ arm doorbell {:#x} in UAR {} names no CQ of that UAR", v, users.page);
+        } else {
+            arm(it->second, static_cast<std::uint32_t>(v >> 32), true);
         }
-        arm(it->second, static_cast<std::uint32_t>(v >> 32), true);
-    }
-    if (!_arm_pages.empty()) {
-        for (auto& [cqn, slot] : _cqs) {
-            if (std::find(_arm_pages.begin(), _arm_pages.end(), slot.cq->uar_page) == _arm_pages.end()) {
-                continue;
-            }
+        for (cq_slot* slot : users.slots) {
             std::array<std::byte, 4> word{};
-            if (_dma->read(slot.cq->dbr_addr + db::cq_dbr::arm, word)) {
-                arm(slot, load_be<std::uint32_t>(word.data()), false);
+            if (_dma->read(slot->cq->dbr_addr + db::cq_dbr::arm, word)) {
+                arm(*slot, load_be<std::uint32_t>(word.data()), false);
             }
         }
     }
@@ -195,14 +209,34 @@ bool datapath::gather_send(qp_slot& s, const qp_object& q, std::uint32_t most) {
     return true;
 }
 
-bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
+// Found once and kept (dma_space::removals): with many QPs on one UAR page, each of its rings has
+// every QP read its record, and a window lookup per record cost more than the read.
+bool datapath::read_counter(qp_slot& s, const qp_object& q, std::uint64_t offset, std::uint32_t& counter) {
+    if (s.record_iova != q.dbr_addr || s.record_removals != _dma->removals()) {
+        s.record = _dma->readable(q.dbr_addr, 8);
+        s.record_iova = q.dbr_addr;
+        s.record_removals = _dma->removals();
+    }
     std::array<std::byte, 4> word{};
-    if (!_dma->read(q.dbr_addr + db::qp_dbr::send_counter, word)) {
+    if (s.record != nullptr) {
+        std::memcpy(word.data(), s.record + offset, word.size());
+    } else if (!_dma->read(q.dbr_addr + offset, word)) {
         return false;
     }
-    const std::uint32_t counter = load_be<std::uint32_t>(word.data()) & 0xffff;
+    counter = load_be<std::uint32_t>(word.data()) & 0xffff;
+    return true;
+}
+
+bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
+    std::uint32_t counter = 0;
+    if (!read_counter(s, q, db::qp_dbr::send_counter, counter)) {
+        return false;
+    }
     const std::uint32_t blocks = 1u << q.log_sq_size;
     std::uint32_t pending = (counter - s.sq_taken) & 0xffff;
+    if (pending == 0) {
+        return false;   // one of many QPs of a rung UAR page: its rc_qp is not touched
+    }
     // the rc_qp's room only shrinks by what this loop posts (the engine frees entries in its own
     // poll, later in the pass): asked once, not once per entry
     std::uint32_t room = s.rc->send_room();
@@ -260,11 +294,10 @@ bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
 }
 
 bool datapath::fetch_receives(qp_slot& s, const qp_object& q) {
-    std::array<std::byte, 4> word{};
-    if (!_dma->read(q.dbr_addr + db::qp_dbr::receive_counter, word)) {
+    std::uint32_t counter = 0;
+    if (!read_counter(s, q, db::qp_dbr::receive_counter, counter)) {
         return false;
     }
-    const std::uint32_t counter = load_be<std::uint32_t>(word.data()) & 0xffff;
     const std::uint32_t slots = 1u << q.log_rq_size;
     const std::size_t stride = std::size_t{16} << q.log_rq_stride;
     bool did = false;

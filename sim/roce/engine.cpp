@@ -16,13 +16,29 @@ void engine::add(rc_qp& qp) {
     if (at != _qps.end() && (*at)->qpn() == qp.qpn()) {
         throw std::invalid_argument("roce::engine::add: QP " + std::to_string(qp.qpn()) + " is already there");
     }
+    // room for every queue pair in each list: schedule() and take_turns() then never allocate
+    _scheduled.reserve(_qps.size() + 1);
+    _turns.reserve(_qps.size() + 1);
+    _again.reserve(_qps.size() + 1);
     _qps.insert(at, &qp);
+    qp._engine = this;
+    schedule(qp);
 }
 
 void engine::remove(rc_qp& qp) noexcept {
     std::lock_guard g(_lock);
     std::erase(_qps, &qp);
+    std::erase(_scheduled, &qp);
+    qp._scheduled = false;
+    qp._engine = nullptr;
     _last = nullptr;
+}
+
+void engine::schedule(rc_qp& qp) noexcept {
+    if (!qp._scheduled) {
+        qp._scheduled = true;
+        _scheduled.push_back(&qp);   // never allocates: add() reserved a place for each
+    }
 }
 
 engine_counters engine::counters() const {
@@ -45,6 +61,14 @@ bool engine::by_reference(frame& f, rig::roce::decoded& packet) noexcept {
 
 bool engine::poll(clock::time_point now) noexcept {
     std::lock_guard g(_lock);
+    bool did = receive(now);
+    did = take_turns(now) || did;
+    return sweep(now) || did;
+}
+
+// The frames due, receive_burst at most, each to the queue pair its BTH names, which is then
+// scheduled (an ACK to send, or a window opened).
+bool engine::receive(clock::time_point now) noexcept {
     bool did = false;
     rc_qp* copying = nullptr;   // the queue pair that may have a copy waiting (rc_qp::finish_copies)
     for (int n = 0; n < receive_burst; ++n) {
@@ -78,6 +102,7 @@ bool engine::poll(clock::time_point now) noexcept {
                 }
                 copying = _last;
                 _last->on_frame(packet, now, f->payload_ref != nullptr);
+                schedule(*_last);
             }
         }
         _port.release(f);
@@ -85,25 +110,60 @@ bool engine::poll(clock::time_point now) noexcept {
     if (copying != nullptr) {
         copying->finish_copies();   // every write of what came in is done before anything is sent
     }
-    // Round robin under backpressure: when the port pauses (the wire is lossless: a full queue
-    // at the destination holds the sender back, wire.hpp), the next poll starts with the queue
-    // pair after the one whose frames filled it, so that every queue pair gets its turn, as a
-    // NIC's send scheduler arbitrates between them; without pauses the order stays.
-    const std::size_t n = _qps.size();
-    if (_next >= n) {
-        _next = 0;
-    }
-    std::size_t resume = _next;
-    for (std::size_t k = 0, i = _next; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
-        const bool was_paused = _port.paused();
-        did = _qps[i]->transmit(now) || did;
-        if (!was_paused && _port.paused()) {
-            resume = i + 1 == n ? 0 : i + 1;
+    return did;
+}
+
+// The scheduled queue pairs transmit in turn. One that did something is scheduled again, behind
+// the rest. When the port pauses (the wire is lossless: a full queue at the destination holds
+// the sender back, wire.hpp), the ones whose turn has not come keep their places, first, so
+// that every queue pair gets its turn, as a NIC's send scheduler arbitrates between them; the
+// ones scheduled meanwhile come last.
+bool engine::take_turns(clock::time_point now) noexcept {
+    if (_port.paused()) {
+        _port.flush(now);   // what was held back goes before anything new
+        if (_port.paused()) {
+            return false;
         }
     }
-    _next = resume;
-    if (n == 0 && _port.paused()) {
-        _port.flush(now);   // held back before the last queue pair went
+    _turns.swap(_scheduled);   // schedule() appends to the empty _scheduled meanwhile
+    _again.clear();
+    bool did = false;
+    std::size_t taken = 0;
+    for (; taken < _turns.size() && !_port.paused(); ++taken) {
+        rc_qp* qp = _turns[taken];
+        qp->_scheduled = false;
+        if (qp->transmit(now)) {
+            did = true;
+            if (!qp->_scheduled) {
+                qp->_scheduled = true;
+                _again.push_back(qp);
+            }
+        }
+    }
+    // the next schedule: the turns not taken, the ones going again, the ones scheduled
+    // meanwhile; each list has room for every queue pair (add), and each queue pair is in one
+    _turns.erase(_turns.begin(), _turns.begin() + static_cast<std::ptrdiff_t>(taken));
+    _turns.insert(_turns.end(), _again.begin(), _again.end());
+    _turns.insert(_turns.end(), _scheduled.begin(), _scheduled.end());
+    _scheduled.swap(_turns);
+    _turns.clear();
+    return did;
+}
+
+// Timers (ack timeout, RNR wait) of the queue pairs not scheduled: sweep_per_poll of the table
+// a poll, in turn. One that then does something is scheduled.
+bool engine::sweep(clock::time_point now) noexcept {
+    const std::size_t n = _qps.size();
+    bool did = false;
+    for (std::size_t k = 0; k < std::min(n, sweep_per_poll) && !_port.paused(); ++k) {
+        if (_sweep_at >= n) {
+            _sweep_at = 0;
+        }
+        rc_qp* qp = _qps[_sweep_at++];
+        if (!qp->_scheduled && qp->transmit(now)) {
+            did = true;
+            schedule(*qp);
+        }
     }
     return did;
 }

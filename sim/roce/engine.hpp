@@ -4,11 +4,20 @@
 // them (a frame that is not a good RoCEv2 packet for us is dropped silently, spec 9.6 / A17),
 // hands each to the queue pair its BTH names (a payload by reference, wire.hpp, as the span of
 // the sender's memory it points to: the queue pair's copy into this function's memory is the
-// only one), lets the queue pairs finish the copies they left waiting, then lets every queue
-// pair fire its timers and transmit. poll returns whether anything happened, so an idle thread can back off.
+// only one), lets the queue pairs finish the copies they left waiting, then lets the queue
+// pairs that have something to send transmit, in turn. poll returns whether anything happened,
+// so an idle thread can back off.
+//
+// The schedule: a queue pair is scheduled when a frame reaches it, when something is posted to
+// it, and at RTS and ERROR (rc_qp::schedule); its transmit goes once a poll while it keeps doing
+// something, then it leaves the schedule. A poll also sweeps sweep_per_poll queue pairs of the
+// table in turn, for their timers (ack timeout, RNR wait). So a poll costs what moves, not the
+// number of queue pairs: with 1024 of them, walking each one every poll cost more than the
+// messages (bench-scale, issue 17). With no more than sweep_per_poll queue pairs, every one is
+// swept every poll; with N, a timer fires within N / sweep_per_poll polls of its deadline.
 //
 // Queue pairs are added and removed on the control path, by the polling thread or while it is
-// stopped; the table is locked once per poll, not per packet.
+// stopped; the table is locked once per poll, not per packet. Only the polling thread schedules.
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -29,7 +38,8 @@ struct engine_counters {
 
 class engine {
 public:
-    static constexpr int receive_burst = 256;  // frames one poll takes at most (two queue pairs' bursts)
+    static constexpr int receive_burst = 256;  // frames one poll takes at most
+    static constexpr std::size_t sweep_per_poll = 32;  // queue pairs of the table a poll looks at for timers
 
     engine(port& wire_port, const rig::roce::gid& gid) noexcept : _port(wire_port), _gid(gid) {}
     engine(const engine&) = delete;
@@ -42,15 +52,25 @@ public:
     bool poll(clock::time_point now) noexcept;
     engine_counters counters() const;
 
+    // The polling thread: `qp` (one of the table's) has something to send; its transmit goes in
+    // the next poll's turns (rc_qp::schedule calls it).
+    void schedule(rc_qp& qp) noexcept;
+
 private:
     bool by_reference(frame& f, rig::roce::decoded& packet) noexcept;
+    bool receive(clock::time_point now) noexcept;
+    bool take_turns(clock::time_point now) noexcept;
+    bool sweep(clock::time_point now) noexcept;
 
     port& _port;
     const rig::roce::gid _gid;
     mutable std::mutex _lock;
     std::vector<rc_qp*> _qps;   // sorted by QPN
     rc_qp* _last = nullptr;     // the queue pair the last frame went to (one of _qps)
-    std::size_t _next = 0;      // the index in _qps whose transmit goes first (poll)
+    // The schedule, in turn order, and two lists take_turns() reuses (capacity kept: the data
+    // path allocates nothing once warm). Every queue pair in one has rc_qp::_scheduled set.
+    std::vector<rc_qp*> _scheduled, _turns, _again;
+    std::size_t _sweep_at = 0;  // the index in _qps the next sweep starts at
     rig::roce::decoded _packet; // the frame being handled, decoded
     engine_counters _counters;
 };

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/roce/engine.hpp"
+
 namespace rig::sim::roce {
 
 namespace proto = rig::roce;
@@ -79,6 +81,19 @@ std::chrono::nanoseconds rnr_timer(std::uint8_t code) noexcept {
         65536, 1,   2,   3,   4,   6,    8,    12,   16,   24,   32,   48,   64,   96,    128,   192,
         256,   384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
     return std::chrono::microseconds{std::int64_t{10} * tens_of_us[code & 31]};
+}
+
+void rc_qp::schedule() noexcept {
+    if (_engine != nullptr) {
+        _engine->schedule(*this);
+    }
+}
+
+bool rc_qp::receive_posted() noexcept {
+    if (_rq_done == _rq_post && _host != nullptr) {
+        _host->receive_wanted();
+    }
+    return _rq_done != _rq_post;
 }
 
 void rc_qp::completion_ring::push(const completion& c) noexcept {
@@ -159,6 +174,7 @@ void rc_qp::to_rts(const send_params& s) {
     _retry_left = s.retry_count;
     _rnr_left = s.rnr_retry;
     _state = qp_state::rts;
+    schedule();   // entries posted before RTS
 }
 
 void rc_qp::to_error() noexcept {
@@ -200,6 +216,10 @@ void rc_qp::enter_error() noexcept {
     _ack_pending = false;
     _inbound = inbound::none;
     _state = qp_state::error;   // a NAK already pending still goes out (transmit)
+    schedule();
+    if (_host != nullptr) {
+        _host->needs_attention();
+    }
 }
 
 // ---- posting and completions ----------------------------------------------------------------------
@@ -256,6 +276,8 @@ bool rc_qp::post_send(const send_request& r) noexcept {
         complete_send(e, completion_status::flushed);
         ++_sq_done;
         _sq_started = _tx_entry = _una_entry = _sq_post;
+    } else if (!_scheduled) {
+        schedule();
     }
     return true;
 }
@@ -289,11 +311,17 @@ void rc_qp::complete_send(const send_entry& e, completion_status status) noexcep
     }
     _send_done.push({completion_side::send, e.wr.index, status,
                      status == completion_status::success ? static_cast<std::uint32_t>(e.bytes) : 0u, e.wr.op});
+    if (_host != nullptr) {
+        _host->needs_attention();
+    }
 }
 
 void rc_qp::complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes, work_op by,
                              std::optional<std::uint32_t> imm) noexcept {
     _receive_done.push({completion_side::receive, e.wr.index, status, bytes, by, imm.has_value(), imm.value_or(0)});
+    if (_host != nullptr) {
+        _host->needs_attention();
+    }
 }
 
 // ---- local memory ----------------------------------------------------------------------------------

@@ -123,6 +123,28 @@ protected:
     ~retransmit_locator() = default;
 };
 
+// What a queue pair tells the family's NIC it lives in, on the data path (by the queue pair's
+// thread, from on_frame, transmit, post_* and the transitions), so that a NIC with many queue
+// pairs drains and feeds only the ones that ask, instead of looking at every one each pass (a
+// card's QP contexts raise the same to its schedulers). Allocates nothing, throws nothing.
+class qp_host {
+public:
+    // A completion was added (take() has one), or the queue pair went to ERROR: the NIC looks.
+    virtual void needs_attention() noexcept = 0;
+    // A message needs a receive and none is posted: the NIC posts what its driver has
+    // (post_receive) now, before the queue pair answers RNR, as a card reads a receive queue's
+    // doorbell record when a SEND arrives. The queue pair looks again when this returns.
+    virtual void receive_wanted() noexcept = 0;
+
+protected:
+    qp_host() = default;
+    qp_host(const qp_host&) = default;
+    qp_host& operator=(const qp_host&) = default;
+    ~qp_host() = default;
+};
+
+class engine;
+
 class rc_qp {
 public:
     // Misuse (sizes not powers of two or over 2^15, qpn over 24 bits) throws std::invalid_argument.
@@ -153,6 +175,9 @@ public:
     // Control path: how a retransmission is located from now on (not owned; outlives the queue
     // pair or is unset first). nullptr, the default: by the queue pair's own record.
     void set_retransmit_locator(retransmit_locator* l) noexcept { _locator = l; }
+    // Control path: who hears of completions and wanted receives (qp_host; not owned; outlives
+    // the queue pair or is unset first). nullptr, the default: nobody.
+    void set_host(qp_host* h) noexcept { _host = h; }
 
     // ---- posting (data path). false: the ring (entries + untaken completions) is full, nothing
     // posted. Allowed in INIT, RTR (sends wait for RTS), RTS, and ERROR (completes flushed).
@@ -164,6 +189,7 @@ public:
 
     // The oldest untaken completion of a side, in the order of that ring's entries.
     bool take(completion_side side, completion& out) noexcept;
+    bool has_completions() const noexcept { return _send_done.size() != 0 || _receive_done.size() != 0; }
 
     // ---- the engine's side (data path)
     // `payload_by_reference`: the packet's payload lies outside the frame, in the sender's DMA
@@ -184,6 +210,8 @@ public:
     bool transmit(clock::time_point now) noexcept;
 
 private:
+    friend class engine;   // its schedule of the queue pairs that have something to send (engine.hpp)
+
     struct send_entry {
         send_request wr;
         completion_status local_error = completion_status::success;  // found at post or start
@@ -217,6 +245,10 @@ private:
     // rc_qp.cpp
     static void copy_request(send_request& to, const send_request& r) noexcept;
     void enter_error() noexcept;
+    // Tells the engine this queue pair has something to send (engine::schedule), if it is in one.
+    void schedule() noexcept;
+    // Whether a receive is posted, after asking the host for one when none is (qp_host).
+    bool receive_posted() noexcept;
     void complete_send(const send_entry& e, completion_status status) noexcept;
     // `by`: what consumed it (send, or write: a WRITE with immediate); `imm`: its ImmDt, if any.
     void complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes,
@@ -277,6 +309,9 @@ private:
     send_params _send{};
     std::uint8_t _remote_rights = 0;
     retransmit_locator* _locator = nullptr;
+    qp_host* _host = nullptr;
+    engine* _engine = nullptr;      // the engine it was added to (engine::add)
+    bool _scheduled = false;        // in that engine's schedule
     rig::roce::route_headers _headers{rig::roce::route{}};  // the path's Ethernet/IP/UDP headers, laid out at RTR
     std::chrono::nanoseconds _ack_timeout{0};
     qp_counters _counters;

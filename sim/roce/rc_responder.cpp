@@ -130,7 +130,7 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
     switch (k.what) {
     case request_kind::send: {
         if (k.first) {
-            if (_rq_done == _rq_post) {
+            if (!receive_posted()) {
                 rnr_nak(psn);
                 return;
             }
@@ -165,7 +165,7 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
         // A WRITE with immediate consumes a receive at its last packet, looked for before its
         // R_Key and its bytes (rxe_resp.c: check_resource before check_rkey): none posted is an
         // RNR NAK of that packet, which the requester sends again after the timer.
-        if (k.immediate && _rq_done == _rq_post) {
+        if (k.immediate && !receive_posted()) {
             rnr_nak(psn);
             return;
         }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <shared_mutex>
 #include <stdexcept>
@@ -562,49 +563,44 @@ frame* wire::forward_run(port& from, frame* list, clock::time_point now) noexcep
             }
             continue;
         }
+        std::lock_guard q(to->_queue_lock);
+        const std::size_t queued = to->_queued + to->_ready_count.load(relaxed);
+        const std::size_t room = queued >= _queue_limit ? 0 : _queue_limit - queued;
+        // Lossless (the destination drains its queue): the run is counted no further than the
+        // room, and a full queue holds the list back at once. Every queue pair's transmit
+        // flushes its port, so with a long list held back, counting it whole on each flush
+        // made a pass cost the held frames times the queue pairs (bench-scale, issue 17).
+        const bool lossless = to->draining(from.held_since(now), now);
+        if (lossless && room == 0) {
+            held = f;
+            break;
+        }
+        const std::size_t most = lossless ? room : std::numeric_limits<std::size_t>::max();
         frame* last = f;
         std::size_t n = 1;
-        while (last->next != nullptr && same_destination(*last->next, *f)) {
+        while (n < most && last->next != nullptr && same_destination(*last->next, *f)) {
             last = last->next;
             ++n;
         }
         list = last->next;
-        std::lock_guard q(to->_queue_lock);
-        const std::size_t queued = to->_queued + to->_ready_count.load(relaxed);
-        const std::size_t room = queued >= _queue_limit ? 0 : _queue_limit - queued;
         if (room < n) {
-            if (to->draining(from.held_since(now), now)) {
-                // lossless: the frames past the room wait, with the rest of the list behind them
-                frame* first_held = f;
-                for (std::size_t i = 0; i < room; ++i) {
-                    last = first_held;
-                    first_held = first_held->next;
-                }
-                held = first_held;
-                list = nullptr;
-                n = room;
-                if (n == 0) {
-                    break;
-                }
-            } else {
-                // its owner no longer drains it (pause_watchdog): the frames past its room are
-                // tail-dropped, as a switch port buffer overflows
-                frame* keep_last = nullptr;
-                frame* drop = f;
-                for (std::size_t i = 0; i < room; ++i) {
-                    keep_last = drop;
-                    drop = drop->next;
-                }
-                last->next = nullptr;
-                give(drop, last, n - room);
-                sent += n - room;
-                overflow += n - room;
-                if (keep_last == nullptr) {
-                    continue;
-                }
-                last = keep_last;
-                n = room;
+            // its owner no longer drains it (pause_watchdog): the frames past its room are
+            // tail-dropped, as a switch port buffer overflows
+            frame* keep_last = nullptr;
+            frame* drop = f;
+            for (std::size_t i = 0; i < room; ++i) {
+                keep_last = drop;
+                drop = drop->next;
             }
+            last->next = nullptr;
+            give(drop, last, n - room);
+            sent += n - room;
+            overflow += n - room;
+            if (keep_last == nullptr) {
+                continue;
+            }
+            last = keep_last;
+            n = room;
         }
         last->next = nullptr;
         f->prev = nullptr;

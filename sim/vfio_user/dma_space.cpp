@@ -171,6 +171,7 @@ int dma_space::remove(std::uint64_t first, std::uint64_t last, bool tell) {
         }
         _windows.erase(begin, end);
         _last = nullptr;
+        _removals.fetch_add(1, std::memory_order_relaxed);
         if (tell) {
             observer = _unmap_observer.lock();
         }
@@ -387,6 +388,17 @@ std::byte* dma_space::writable(std::uint64_t iova, std::size_t n) const noexcept
     }
     const window* w = window_at(iova);
     if (w == nullptr || n > w->size - (iova - w->iova) || !w->device_writes || w->base == nullptr) {
+        return nullptr;
+    }
+    return w->base + (iova - w->iova);
+}
+
+const std::byte* dma_space::readable(std::uint64_t iova, std::size_t n) const noexcept {
+    if (!pinned_here() || n == 0) {
+        return nullptr;
+    }
+    const window* w = window_at(iova);
+    if (w == nullptr || n > w->size - (iova - w->iova) || !w->device_reads || w->base == nullptr) {
         return nullptr;
     }
     return w->base + (iova - w->iova);

@@ -18,6 +18,7 @@
 // A thread that makes many accesses in a row (a device model's data-path pass) may hold the
 // lock once for all of them with a dma_space::pin: its accesses then take no lock, and a map or
 // unmap waits until the pin goes, as it waits for one access in flight.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -128,6 +129,14 @@ public:
     // holds its pin (no window goes until the pin does): when it lies wholly in one window with
     // fd that the device may write. nullptr otherwise (refusing and reporting nothing: write()).
     std::byte* writable(std::uint64_t iova, std::size_t n) const noexcept;
+    // The same for a read: the host address of [iova, +n) when it lies wholly in one window
+    // with fd that the device may read, for this thread while it holds its pin; nullptr
+    // otherwise (refusing and reporting nothing: read()).
+    const std::byte* readable(std::uint64_t iova, std::size_t n) const noexcept;
+    // How many times windows went (unmap, unmap_all). A pointer readable() or writable() gave
+    // stays good, in later pins too, while this count is the same: a data path may keep one
+    // (a doorbell record it reads every pass) instead of translating it each time.
+    std::uint64_t removals() const noexcept { return _removals.load(std::memory_order_relaxed); }
 
     std::size_t window_count() const;
     // true when iova lies in a window announced without fd: the device reaches it only by
@@ -195,6 +204,7 @@ private:
     std::shared_ptr<unmap_guard> _guard;
     std::uint64_t _fault_count = 0;
     std::deque<dma_fault> _faults;
+    std::atomic<std::uint64_t> _removals{0};
 };
 
 }  // namespace rig::sim::vfio_user
