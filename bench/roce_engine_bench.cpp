@@ -128,7 +128,7 @@ double write_rate(function& a, function& b, std::uint32_t size, double seconds) 
             const std::uint64_t at = (posted * size) % span;
             r.index = static_cast<std::uint32_t>(posted);
             r.signaled = posted % 32 == 31;
-            r.sg[0] = {key, iova + at, size};
+            r.sg[0] = {.va = iova + at, .key = key, .length = size};
             r.remote_va = iova + bytes / 2 + at;
             if (!a.qp->post_send(r)) {
                 break;

@@ -53,7 +53,7 @@ bool take_sges(std::span<const std::byte> wqe, const base_fields& b, roce::send_
         if (g.l_key == 0) {
             return false;
         }
-        r.sg[i] = roce::sge{g.l_key, g.va_or_pa, g.size};
+        r.sg[i] = roce::sge{.va = g.va_or_pa, .key = g.l_key, .length = g.size};
         total += g.size;
     }
     r.sge_count = static_cast<std::uint8_t>(n);
@@ -136,7 +136,7 @@ bool parse_receive_wqe(std::span<const std::byte> wqe, std::uint32_t max_sge, st
         if (g.l_key == 0) {
             return false;
         }
-        out.sg[out.sge_count++] = roce::sge{g.l_key, g.va_or_pa, g.size};
+        out.sg[out.sge_count++] = roce::sge{.va = g.va_or_pa, .key = g.l_key, .length = g.size};
     }
     return true;
 }

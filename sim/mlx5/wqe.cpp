@@ -128,7 +128,8 @@ void parse_send_wqe(std::span<const std::byte> wqe, std::uint32_t index, std::ui
             malformed();
             return;
         }
-        r.sg[r.sge_count++] = roce::sge{lkey, be64_at(wqe, at + 8), count == 0 ? zero_count_bytes : count};
+        r.sg[r.sge_count++] =
+            roce::sge{.va = be64_at(wqe, at + 8), .key = lkey, .length = count == 0 ? zero_count_bytes : count};
         at += segment;
     }
 }
@@ -145,7 +146,8 @@ bool parse_receive_wqe(std::span<const std::byte> wqe, std::uint32_t index, roce
         if (out.sge_count == roce::max_sge || lkey == 0) {
             return false;
         }
-        out.sg[out.sge_count++] = roce::sge{lkey, be64_at(wqe, at + 8), count == 0 ? zero_count_bytes : count};
+        out.sg[out.sge_count++] =
+            roce::sge{.va = be64_at(wqe, at + 8), .key = lkey, .length = count == 0 ? zero_count_bytes : count};
     }
     return true;
 }

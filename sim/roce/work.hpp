@@ -21,9 +21,10 @@ inline constexpr std::uint32_t packets_of(std::uint64_t bytes, std::uint32_t mtu
 }
 
 // One piece of local memory: a region's key (L_Key), a virtual address in it, a length.
+// 16 bytes: the address first, so that no padding lies between the fields (a request holds 16).
 struct sge {
-    std::uint32_t key = 0;
     std::uint64_t va = 0;
+    std::uint32_t key = 0;
     std::uint32_t length = 0;
 };
 
@@ -34,12 +35,16 @@ struct send_request {
     std::uint32_t index = 0;  // the family's entry index (mlx5 wqe counter), echoed in its completion
     work_op op = work_op::send;
     bool signaled = true;     // a success completes silently when false; an error always completes
-    std::uint8_t sge_count = 0;
-    std::array<sge, max_sge> sg{};
-    // Inline: the bytes travel in the request (SEND and WRITE only), sg is unused.
+    std::uint8_t sge_count = 0;   // 0 when inline
+    // Inline: the bytes travel in the request (SEND and WRITE only), in place of the scatter list
+    // (a WQE has one or the other: mlx5 and bnxt parsers refuse both): one holds what the other
+    // would, so a request, and each entry of a queue pair's send shadow (rc_qp), is half the size.
     bool is_inline = false;
     std::uint32_t inline_bytes = 0;
-    std::array<std::byte, max_inline> inline_data{};
+    union {
+        std::array<sge, max_sge> sg{};
+        std::array<std::byte, max_inline> inline_data;
+    };
     // WRITE and READ: the peer's memory (R_Key, virtual address).
     std::uint64_t remote_va = 0;
     std::uint32_t rkey = 0;

@@ -85,7 +85,7 @@ expected_send expect_send(const std::vector<std::byte>& w, std::uint32_t index, 
         if (x.is_inline || x.sg.size() == roce::max_sge || lkey == 0) {
             return bad();
         }
-        x.sg.push_back(roce::sge{lkey, be64(w, at + 8), count == 0 ? 0x80000000u : count});
+        x.sg.push_back(roce::sge{.va = be64(w, at + 8), .key = lkey, .length = count == 0 ? 0x80000000u : count});
         at += 16;
     }
     return x;
@@ -158,7 +158,8 @@ void fuzz_receive(rig::fuzz::reader& in) {
             break;
         }
         if (ok) {
-            require(same_sge(r.sg[segments], roce::sge{lkey, be64(w, at + 8), count == 0 ? 0x80000000u : count}),
+            require(same_sge(r.sg[segments],
+                             roce::sge{.va = be64(w, at + 8), .key = lkey, .length = count == 0 ? 0x80000000u : count}),
                     "each receive scatter entry as written");
         }
         ++segments;

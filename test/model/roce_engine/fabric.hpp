@@ -170,7 +170,7 @@ inline sr::send_request request(sr::work_op op, std::uint32_t index, std::uint32
     r.index = index;
     r.op = op;
     r.sge_count = 1;
-    r.sg[0] = {lkey, va, length};
+    r.sg[0] = {.va = va, .key = lkey, .length = length};
     r.rkey = rkey;
     r.remote_va = remote_va;
     return r;
@@ -180,7 +180,7 @@ inline sr::receive_request receive(std::uint32_t index, std::uint32_t lkey, std:
     sr::receive_request r;
     r.index = index;
     r.sge_count = 1;
-    r.sg[0] = {lkey, va, length};
+    r.sg[0] = {.va = va, .key = lkey, .length = length};
     return r;
 }
 

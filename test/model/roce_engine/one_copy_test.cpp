@@ -105,7 +105,7 @@ TEST_CASE("a payload that cannot be referenced (inline, several scatter entries)
     // boundary are gathered; the others still go by reference
     sr::send_request r = request(sr::work_op::write, 1, lkey, function::va(src), 1000, rkey, function::va(dst));
     r.sge_count = 2;
-    r.sg[1] = {lkey, function::va(src + 1000), 2000};
+    r.sg[1] = {.va = function::va(src + 1000), .key = lkey, .length = 2000};
     REQUIRE(t.a.post_send(r));
     sr::send_request in;
     in.index = 2;

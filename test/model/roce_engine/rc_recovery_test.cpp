@@ -102,13 +102,13 @@ TEST_CASE("SEND gathers from several pieces and scatters into a receive of sever
     pair p({.mtu = 256});
     sr::send_request s = request(sr::work_op::send, 1, lkey, function::va(100), 300);
     s.sge_count = 3;
-    s.sg[1] = {lkey, function::va(5000), 1};
-    s.sg[2] = {lkey, function::va(9000), 700};
+    s.sg[1] = {.va = function::va(5000), .key = lkey, .length = 1};
+    s.sg[2] = {.va = function::va(9000), .key = lkey, .length = 700};
     sr::receive_request r = receive(1, rcvkey, function::va(2 * mib), 10);
     r.sge_count = 4;
-    r.sg[1] = {rcvkey, function::va(2 * mib + 100), 0};
-    r.sg[2] = {rcvkey, function::va(2 * mib + 200), 555};
-    r.sg[3] = {rcvkey, function::va(2 * mib + 4000), 1000};
+    r.sg[1] = {.va = function::va(2 * mib + 100), .key = rcvkey, .length = 0};
+    r.sg[2] = {.va = function::va(2 * mib + 200), .key = rcvkey, .length = 555};
+    r.sg[3] = {.va = function::va(2 * mib + 4000), .key = rcvkey, .length = 1000};
     REQUIRE(p.b.post_receive(r));
     REQUIRE(p.a.post_send(s));
     const auto done = p.sends_of_a(1);
