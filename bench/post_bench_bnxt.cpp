@@ -7,10 +7,12 @@
 //  - the same entries through the public API (rig::queue_pair::post_write + ring);
 //  - per completion: polling synthesized requester CQEs (toggle bit, barrier, decode, one CQ
 //    doorbell per round), and the whole way to the entry's result.
-// Printed, never asserted. The target: post cost within 1.5x of the hand-written loop.
+// Printed, never asserted. The target (17): posting through the public API, per call or
+// batched (queue_pair::write over a span of write_entry), at most 1.0x the hand-written loop.
 //
 //   meson compile -C build bench-post-bnxt   (or: build/bench/post-bench-bnxt [entries] [repetitions])
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -88,6 +90,29 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
                 q.post_write(r, off, 64, rig::remote{rbase + off, rkey});
             }
             q.ring(rig::side::send);
+        }
+        rounds.push_back(ns(clock_type::now() - t0) / per_round);
+        drain(sq);
+    }
+}
+
+// The public batch form: queue_pair::write over a span of `batch` write_entry, one doorbell each.
+[[gnu::noinline]] void api_batch(rig::queue_pair& q, qb::send_queue& sq, const rig::region& r, std::uint64_t n,
+                                 std::uint32_t batch, std::vector<double>& rounds) {
+    const std::uint32_t rkey = rt_rkey;
+    const std::uint64_t rbase = rt_rbase;
+    std::array<rig::write_entry, 32> b{};
+    for (std::uint64_t done = 0; done < n; done += per_round) {
+        const auto t0 = clock_type::now();
+        for (std::uint32_t i = 0; i < per_round;) {
+            const std::uint32_t k = std::min(batch, per_round - i);
+            const std::uint64_t first = sq.posted();
+            for (std::uint32_t j = 0; j < k; ++j) {
+                const std::size_t off = ((first + j) & 0xff) << 6;
+                b[j] = {.at = off, .n = 64, .to = {rbase + off, rkey}};
+            }
+            q.write(r, std::span(b.data(), k));
+            i += k;
         }
         rounds.push_back(ns(clock_type::now() - t0) / per_round);
         drain(sq);
@@ -182,7 +207,7 @@ int main(int argc, char** argv) {
     rig::queue_pair api_qp = rig::detail::bench_access::make_qp(fake_nic, &api_state);
     const rig::region api_region = rig::detail::bench_access::make_region(fake_nic, &api_region_state);
 
-    std::vector<double> ours1, ours32, theirs1, theirs32, api1, api32;
+    std::vector<double> ours1, ours32, theirs1, theirs32, api1, api32, batch1, batch32;
     bool same = false;
     for (int r = 0; r < reps; ++r) {   // interleaved: all see the same machine
         hsi_post(h_mem, h_mem + ring_bytes, h_db, n, 1, h_next, h_psn, theirs1);
@@ -194,6 +219,8 @@ int main(int argc, char** argv) {
         }
         api_post(api_qp, api_path.sq, api_region, n, 1, api1);
         api_post(api_qp, api_path.sq, api_region, n, 32, api32);
+        api_batch(api_qp, api_path.sq, api_region, n, 1, batch1);
+        api_batch(api_qp, api_path.sq, api_region, n, 32, batch32);
     }
 
     std::printf("bench-post-bnxt: 64-byte RDMA WRITE, 128-byte WQE + PSN search entry + doorbell to a memory "
@@ -201,13 +228,15 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(n), reps, per_round);
     const auto row = [](const char* what, double ours, double theirs) {
         const double ratio = ours / theirs;
-        std::printf("  %-28s rig %6.2f  roce_hsi.h loop %6.2f ns/entry  %.2fx  (target <= 1.50x: %s)\n", what, ours,
-                    theirs, ratio, ratio <= 1.5 ? "met" : "NOT met");
+        std::printf("  %-28s rig %6.2f  roce_hsi.h loop %6.2f ns/entry  %.2fx  (target <= 1.0x: %s)\n", what, ours,
+                    theirs, ratio, ratio <= 1.0 ? "met" : "NOT met");
     };
     row("1 entry per doorbell", median(ours1), median(theirs1));
     row("32 entries per doorbell", median(ours32), median(theirs32));
     row("1 per doorbell, queue_pair", median(api1), median(theirs1));
     row("32 per doorbell, queue_pair", median(api32), median(theirs32));
+    row("1 per doorbell, qp batch", median(batch1), median(theirs1));
+    row("32 per doorbell, qp batch", median(batch32), median(theirs32));
     std::printf("  rings, PSN areas and doorbells byte-identical: %s\n", same ? "yes" : "NO");
 
     // ---- polling ------------------------------------------------------------------------

@@ -22,9 +22,44 @@ constexpr std::uint64_t max_message = std::uint64_t{1} << 31;
 static_assert(qp::mlx5::data_path::max_message == max_message);
 static_assert(qp::bnxt::data_path::max_message == max_message);
 
-void check_length(std::size_t n, const char* call) {
+// The refusals build their messages out of line (cold, never inlined): the post calls keep a
+// small frame and only their compares on the hot path (bench-post's queue_pair rows).
+[[noreturn, gnu::cold, gnu::noinline]] void refuse_length(std::size_t n, const char* call) {
+    misuse(std::string(call) + ": " + std::to_string(n) + " bytes is over 2^31 (one message)");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void refuse_state(const char* call, const char* why) {
+    misuse(std::string(call) + why);
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void refuse_region(const char* call, bool deregistered) {
+    misuse(std::string(call) + (deregistered ? ": the region is deregistered"
+                                             : ": the region is not one of this queue pair's NIC"));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void refuse_bytes(const char* call, std::size_t at, std::size_t n,
+                                                         std::size_t bytes) {
+    misuse(std::string(call) + ": bytes " + std::to_string(at) + " + " + std::to_string(n) +
+           " do not lie in the region's " + std::to_string(bytes));
+}
+
+// Entry i of a batch write refused: the first of its checks that fails, in the order the
+// single-entry write checks them.
+[[noreturn, gnu::cold, gnu::noinline]] void refuse_batch_entry(std::size_t i, const write_entry& e,
+                                                               std::size_t bytes) {
+    const std::string call = "write (batch), entry " + std::to_string(i);
+    if (e.n > max_message) {
+        refuse_length(e.n, call.c_str());
+    }
+    if (e.at > bytes || e.n > bytes - e.at) {
+        refuse_bytes(call.c_str(), e.at, e.n, bytes);
+    }
+    misuse(call + ": remote address " + abi::hex(e.to.address) + " is out of range");
+}
+
+[[gnu::always_inline]] inline void check_length(std::size_t n, const char* call) {
     if (n > max_message) [[unlikely]] {
-        misuse(std::string(call) + ": " + std::to_string(n) + " bytes is over 2^31 (one message)");
+        refuse_length(n, call);
     }
 }
 
@@ -53,11 +88,11 @@ error entry_failure(side s, const qp::entry_error& e) {
 // (bench-post's queue_pair rows, mlx5 at 32 per doorbell: 11.7 -> 7.7 ns/entry).
 
 [[gnu::always_inline]] inline detail::qp_state& queue_pair::live(const char* call) const {
-    if (_state == nullptr) {
-        misuse(std::string(call) + ": an empty queue pair");
+    if (_state == nullptr) [[unlikely]] {
+        refuse_state(call, ": an empty queue pair");
     }
-    if (_state->destroyed) {
-        misuse(std::string(call) + ": the queue pair is destroyed");
+    if (_state->destroyed) [[unlikely]] {
+        refuse_state(call, ": the queue pair is destroyed");
     }
     return *_state;
 }
@@ -65,22 +100,25 @@ error entry_failure(side s, const qp::entry_error& e) {
 [[gnu::always_inline]] inline detail::qp_state& queue_pair::ready(const char* call) const {
     detail::qp_state& s = live(call);
     if (!s.connected) [[unlikely]] {
-        misuse(std::string(call) + ": the queue pair is not connected");
+        refuse_state(call, ": the queue pair is not connected");
     }
     return s;
 }
 
 [[gnu::always_inline]] inline void queue_pair::check_local(const region& r, std::size_t at, std::size_t n, const char* call) const {
-    if (r._nic != _nic || r._state == nullptr) [[unlikely]] {
-        misuse(std::string(call) + ": the region is not one of this queue pair's NIC");
-    }
-    if (!r._state->registered) [[unlikely]] {
-        misuse(std::string(call) + ": the region is deregistered");
-    }
+    check_region(r, call);
     check_length(n, call);
     if (at > r._state->bytes || n > r._state->bytes - at) [[unlikely]] {
-        misuse(std::string(call) + ": bytes " + std::to_string(at) + " + " + std::to_string(n) +
-               " do not lie in the region's " + std::to_string(r._state->bytes));
+        refuse_bytes(call, at, n, r._state->bytes);
+    }
+}
+
+[[gnu::always_inline]] inline void queue_pair::check_region(const region& r, const char* call) const {
+    if (r._nic != _nic || r._state == nullptr) [[unlikely]] {
+        refuse_region(call, false);
+    }
+    if (!r._state->registered) [[unlikely]] {
+        refuse_region(call, true);
     }
 }
 
@@ -116,9 +154,13 @@ result<qp_info> queue_pair::query() const {
 
 // ---- posting ---------------------------------------------------------------------------------
 
+[[noreturn, gnu::cold, gnu::noinline]] static void refuse_remote(const remote& to, const char* call) {
+    misuse(std::string(call) + ": remote address " + abi::hex(to.address) + " is out of range");
+}
+
 [[gnu::always_inline]] static inline void check_remote(const remote& to, const char* call) {
     if (to.address > static_cast<std::uint64_t>(INT64_MAX)) [[unlikely]] {
-        misuse(std::string(call) + ": remote address " + abi::hex(to.address) + " is out of range");
+        refuse_remote(to, call);
     }
 }
 
@@ -143,6 +185,27 @@ void queue_pair::post_write(const region& r, std::size_t at, std::size_t n, cons
     check_remote(to, "write");
     const detail::region_state& m = *r._state;
     detail::on_path(s, [&](auto& p) { p.post_write(m.iova + at, n, m.key, to, tag, sig == signaled::yes); });
+}
+
+// The batch: every entry checked before any is written (so that neither this nor the family's
+// writer refuses part-way), then the family's batch post, whose one check is the room for all.
+void queue_pair::post_write(const region& r, std::span<const write_entry> batch) {
+    constexpr const char* call = "write (batch)";
+    detail::qp_state& s = ready(call);
+    check_region(r, call);
+    const detail::region_state& m = *r._state;
+    if (batch.size() > max_message) [[unlikely]] {
+        misuse(std::string(call) + ": " + std::to_string(batch.size()) + " entries is over any ring");
+    }
+    const std::size_t bytes = m.bytes;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const write_entry& e = batch[i];
+        if ((e.at > bytes) | (e.n > bytes - e.at) | (e.n > max_message) |
+            (e.to.address > static_cast<std::uint64_t>(INT64_MAX))) [[unlikely]] {
+            refuse_batch_entry(i, e, bytes);
+        }
+    }
+    detail::on_path(s, [&](auto& p) { p.post_writes(m.iova, m.key, batch); });
 }
 
 void queue_pair::post_send_imm(const region& r, std::size_t at, std::size_t n, std::uint32_t immediate,
@@ -251,6 +314,10 @@ void queue_pair::read(const remote& from, const region& r, std::size_t at, std::
 void queue_pair::read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
                       std::uint64_t tag, signaled sig) {
     post_read(src, i, dst, at, n, tag, sig);
+    ring_checked(*_state, true);
+}
+void queue_pair::write(const region& r, std::span<const write_entry> batch) {
+    post_write(r, batch);
     ring_checked(*_state, true);
 }
 

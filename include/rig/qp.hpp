@@ -19,6 +19,9 @@
 /// write one entry and ring the doorbell. The
 /// post_* forms write the entry only; ring(side) then tells the NIC about every entry posted
 /// since the last ring, with one doorbell (batching).
+/// Batches: write(r, span of write_entry) checks every entry first, then writes them all and rings
+/// once; post_write(r, span) the same without the doorbell. One call per doorbell costs what the
+/// per-entry form costs for one entry (bench-post's "queue_pair batch" rows).
 /// Misuse throws std::invalid_argument and changes nothing: destroyed, not connected, a region of
 /// another NIC or deregistered, bytes outside the region, n over 2^31 (one message: the seed's
 /// limit), inline data over what one entry holds (max_inline(): mlx5 28 bytes, bnxt 96), no room
@@ -43,6 +46,18 @@
 namespace rig {
 
 class nic;
+
+/// One RDMA WRITE of a batch (queue_pair::write and post_write over a span): the `n` bytes at
+/// `at` of the batch's region to the peer's memory at `to`, with its `tag` and `sig` as the
+/// single-entry forms take them.
+struct write_entry {
+    std::size_t at = 0;            ///< the first byte's offset in the batch's region
+    std::size_t n = 0;             ///< how many bytes (at most 2^31)
+    remote to{};                   ///< where in the peer's memory they land
+    std::uint64_t tag = 0;         ///< the caller's, handed back by a completion group
+    signaled sig = signaled::yes;  ///< signaled::no: no result of its own on success
+};
+
 namespace detail {
 struct qp_state;
 struct bench_access;  // bench/post_bench.cpp: the post path over plain memory, without a NIC
@@ -138,6 +153,15 @@ public:
     /// The seed's read()'s entry without its doorbell.
     void post_read(const region& src, std::size_t i, const region& dst, std::size_t at, std::size_t n,
                    std::uint64_t tag = 0, signaled sig = signaled::yes);
+    /// RDMA WRITE of each entry of `batch`, every one from region `r`, then one doorbell. Every
+    /// entry is checked before any is written (misuse as write()'s, and no room for the whole
+    /// batch): a refused batch posts none of its entries, the ring and its room as they were
+    /// (std::invalid_argument, naming the entry). Entries complete in order, one result each
+    /// (unsignalled ones as write()'s). An empty batch posts nothing and rings no doorbell.
+    void write(const region& r, std::span<const write_entry> batch);
+    /// write()'s batch without its doorbell: ring(side::send) rings for it (and for every entry
+    /// posted since the last ring).
+    void post_write(const region& r, std::span<const write_entry> batch);
     /// Tells the NIC, with one doorbell, about every entry of ring `s` posted since the last ring.
     void ring(side s);
 
@@ -171,6 +195,7 @@ private:
     detail::qp_state& live(const char* call) const;
     detail::qp_state& ready(const char* call) const;  // live and connected
     void check_local(const region& r, std::size_t at, std::size_t n, const char* call) const;
+    void check_region(const region& r, const char* call) const;
 };
 
 }  // namespace rig

@@ -24,6 +24,7 @@
 #include "qp/bnxt/receive_queue.hpp"
 #include "qp/bnxt/send_queue.hpp"
 #include "qp/failure.hpp"
+#include "rig/qp.hpp"
 #include "rig/region.hpp"
 
 namespace rig::qp::bnxt {
@@ -65,6 +66,17 @@ public:
                     bool signaled = true) {
         sq.label(sq.post_one(abi::SQ_BASE_WQE_TYPE_WRITE_WQE, local(at, n, key), to.address, to.key), tag,
                  rig::operation::write, signaled);
+    }
+    // A batch of WRITEs from one region (device address `base`, key `key`), checked by the caller
+    // (rig::queue_pair's batch write): the room for all of them is the only check left here.
+    void post_writes(std::uint64_t base, std::uint32_t key, std::span<const rig::write_entry> b) {
+        const auto n = static_cast<std::uint32_t>(b.size());
+        const std::uint64_t first = sq.post_batch(n, abi::SQ_BASE_WQE_TYPE_WRITE_WQE, [&](std::uint32_t i) {
+            return send_queue::element{local(base + b[i].at, b[i].n, key), b[i].to.address, b[i].to.key};
+        });
+        for (std::uint32_t i = 0; i < n; ++i) {
+            sq.label(first + i, b[i].tag, rig::operation::write, b[i].sig == rig::signaled::yes);
+        }
     }
     void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag,
                            bool signaled = true) {

@@ -73,6 +73,41 @@ public:
         entries_.push_checked(k, static_cast<std::uint32_t>(l.bytes));
         return k;
     }
+    // Posts n entries of one type, entry i being post_one's arguments `make(i)` (an element),
+    // and returns the first's number. The room for all n is checked first, then the state the
+    // entries' byte stores would make the compiler reload (ring, mask, PSN, MTU) is read once;
+    // misuse (no room for n) throws std::invalid_argument and changes nothing (the caller
+    // checked the values: rig::queue_pair's batch write).
+    template <class Make>
+    [[gnu::always_inline, gnu::flatten]] std::uint64_t post_batch(std::uint32_t n, std::uint8_t wqe_type, Make&& make) {
+        entries_.check_room(n);
+        const std::uint64_t first = entries_.posted();
+        std::byte* const ring = ring_.data();
+        std::byte* const psn = psn_search_.data();
+        const std::uint64_t mask = mask_;
+        const std::uint32_t log_mtu = log_mtu_;
+        std::uint32_t next_psn = next_psn_;
+        std::uint32_t* const lengths = entries_.slot_lengths();
+        const std::uint32_t length_mask = entries_.mask();
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const std::uint64_t k = first + i;
+            const element e = make(i);
+            const auto bytes = static_cast<std::uint32_t>(e.l.bytes);
+            abi::fast::write_one(ring + (k & mask) * wqe_bytes, wqe_type, 0, e.l, e.remote_va, e.remote_key);
+            next_psn = psn_entry(psn, k & mask, wqe_type, bytes, log_mtu, next_psn);
+            lengths[k & length_mask] = bytes;
+        }
+        next_psn_ = next_psn;
+        entries_.commit(first + n);
+        return first;
+    }
+    // One entry of post_batch: its local element and the remote memory it reaches.
+    struct element {
+        abi::local l;
+        std::uint64_t remote_va;
+        std::uint32_t remote_key;
+    };
+
     template <class Op>
     std::uint64_t post(const Op& o, std::uint8_t wqe_type, std::uint32_t bytes) {
         entries_.check_room();
@@ -118,12 +153,19 @@ private:
 
     // The PSN search entry of entry k: its message's first PSN and the one after its last packet.
     [[gnu::always_inline]] void write_psn_entry(std::uint64_t k, std::uint8_t wqe_type, std::uint32_t bytes) noexcept {
-        const std::uint32_t mtu_mask = (1u << log_mtu_) - 1;
-        const std::uint32_t packets = bytes == 0 ? 1u : (bytes >> log_mtu_) + ((bytes & mtu_mask) != 0 ? 1u : 0u);
-        const std::uint32_t next = (next_psn_ + packets) & psn_mask;
-        abi::fast::write_psn_search(psn_search_.data() + (k & mask_) * abi::sq_psn_search_ext::layout_size, next_psn_,
-                                    wqe_type, next, static_cast<std::uint16_t>((k & mask_) * abi::static_wqe_slots));
-        next_psn_ = next;
+        next_psn_ = psn_entry(psn_search_.data(), k & mask_, wqe_type, bytes, log_mtu_, next_psn_);
+    }
+    // Writes slot `slot`'s PSN search entry for a message of `bytes` from `psn`; returns the PSN
+    // after its last packet.
+    [[gnu::always_inline]] static std::uint32_t psn_entry(std::byte* area, std::uint64_t slot, std::uint8_t wqe_type,
+                                                          std::uint32_t bytes, std::uint32_t log_mtu,
+                                                          std::uint32_t psn) noexcept {
+        const std::uint32_t mtu_mask = (1u << log_mtu) - 1;
+        const std::uint32_t packets = bytes == 0 ? 1u : (bytes >> log_mtu) + ((bytes & mtu_mask) != 0 ? 1u : 0u);
+        const std::uint32_t next = (psn + packets) & psn_mask;
+        abi::fast::write_psn_search(area + slot * abi::sq_psn_search_ext::layout_size, psn, wqe_type, next,
+                                    static_cast<std::uint16_t>(slot * abi::static_wqe_slots));
+        return next;
     }
     // The entry a CQE's sq_cons_idx names as the last it covers (sq_cons_idx - 1), if outstanding.
     std::optional<std::uint64_t> last_covered(std::uint16_t sq_cons_idx) const noexcept {

@@ -21,6 +21,7 @@
 #include "qp/mlx5/receive_queue.hpp"
 #include "qp/mlx5/send_queue.hpp"
 #include "qp/failure.hpp"
+#include "rig/qp.hpp"
 #include "rig/region.hpp"
 
 namespace rig::qp::mlx5 {
@@ -62,6 +63,18 @@ public:
     void post_write(std::uint64_t at, std::size_t n, std::uint32_t key, const rig::remote& to, std::uint64_t tag,
                     bool signaled = true) {
         sq.label(sq.post(abi::write_op{local(at, n, key), remote(to)}, signaled), tag, rig::operation::write, signaled);
+    }
+    // A batch of WRITEs from one region (device address `base`, key `key`), checked by the caller
+    // (rig::queue_pair's batch write) so that abi refuses none: the room for all of them is the
+    // only check left here (send_queue::post_batch).
+    void post_writes(std::uint64_t base, std::uint32_t key, std::span<const rig::write_entry> b) {
+        const auto n = static_cast<std::uint32_t>(b.size());
+        const std::uint64_t first = sq.post_batch(
+            n, [&](std::uint32_t i) { return abi::write_op{local(base + b[i].at, b[i].n, key), remote(b[i].to)}; },
+            [&](std::uint32_t i) { return b[i].sig == rig::signaled::yes; });
+        for (std::uint32_t i = 0; i < n; ++i) {
+            sq.label(first + i, b[i].tag, rig::operation::write, b[i].sig == rig::signaled::yes);
+        }
     }
     void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag,
                            bool signaled = true) {

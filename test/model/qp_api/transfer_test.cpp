@@ -1,14 +1,18 @@
 // Bytes moved through the API by the model's data path (sim/mlx5/datapath): RDMA WRITE (also
-// inline), SEND into a posted receive, RDMA READ, many entries on one doorbell, between two
-// NICs, two queue pairs of one NIC and a queue pair connected to itself; a send longer than
-// its receive fails both queue pairs, and what is posted after completes with the failure.
+// inline), SEND into a posted receive, RDMA READ, many entries on one doorbell (also as one batch
+// call, and a batch refused whole), between two NICs, two queue pairs of one NIC and a queue pair
+// connected to itself; a send longer than its receive fails both queue pairs, and what is posted
+// after completes with the failure.
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <time.h>
 
@@ -229,4 +233,86 @@ TEST_CASE("transfer: a long wait sleeps on the CQ's completion event, not on a c
     CHECK(same(r1, 0, r2, 0, 64));
     CHECK(events.load() >= 1);   // it woke on a COMP event of the receive CQ
     done(b, rig::side::send, 64);
+}
+
+TEST_CASE("transfer: a batch of WRITEs under one doorbell lands and completes in order; a batch with one bad "
+          "entry posts nothing",
+          "[model][mlx5][api]") {
+    constexpr std::size_t bytes = 64 * 1024;
+    two_nics t(bytes);
+    auto &r1 = t.r1, &r2 = t.r2;
+    auto& a = t.a;
+    const std::uint32_t capacity = a.room(rig::side::send);
+
+    // 16 WRITEs of 64 - i bytes, one call, one doorbell: each lands, each completes in order
+    std::vector<rig::write_entry> batch;
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        fill(r1, 64 * i, 64, static_cast<std::uint8_t>(i + 1));
+        batch.push_back({.at = 64 * i, .n = 64 - i, .to = r2.remote(1000 + 64 * i), .tag = i});
+    }
+    a.write(r1, batch);
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        done(a, rig::side::send, 64 - i);
+    }
+    CHECK(a.room(rig::side::send) == capacity);
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        CHECK(same(r1, 64 * i, r2, 1000 + 64 * i, 64 - i));
+    }
+
+    // one bad entry among good ones: std::invalid_argument, nothing posted, the ring's room as it was
+    std::vector<rig::write_entry> bad;
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        bad.push_back({.at = 64 * i, .n = 64, .to = r2.remote(20000 + 64 * i)});
+    }
+    bad[7].at = bytes - 10;   // 64 bytes from 10 before the region's end
+    CHECK_THROWS_AS(a.write(r1, bad), std::invalid_argument);
+    CHECK_THROWS_AS(a.post_write(r1, bad), std::invalid_argument);
+    CHECK(a.room(rig::side::send) == capacity);
+    bad[7].at = 64 * 7;
+    bad[7].n = (std::size_t{1} << 31) + 1;   // over one message
+    CHECK_THROWS_AS(a.write(r1, bad), std::invalid_argument);
+    bad[7].n = 64;
+    bad[7].to.address = std::uint64_t{1} << 63;   // out of any remote range
+    CHECK_THROWS_AS(a.write(r1, bad), std::invalid_argument);
+    bad[7].to = r2.remote(20000 + 64 * 7);
+    CHECK_THROWS_AS(a.write(r2, bad), std::invalid_argument);   // a region of the other NIC
+    // a batch the ring has no room for, each entry good
+    const std::vector<rig::write_entry> too_many(capacity + 1, {.at = 0, .n = 8, .to = r2.remote(30000)});
+    CHECK_THROWS_AS(a.write(r1, too_many), std::invalid_argument);
+    CHECK(a.room(rig::side::send) == capacity);
+    a.write(r1, std::span<const rig::write_entry>{});   // empty: no entry, no doorbell
+    CHECK(a.room(rig::side::send) == capacity);
+
+    // RC keeps order: once a WRITE posted after the refusals completed, any refused entry would
+    // have landed before it. None did.
+    fill(r1, 50000, 8, 9);
+    a.write(r1, 50000, 8, r2.remote(60000));
+    done(a, rig::side::send, 8);
+    CHECK(same(r1, 50000, r2, 60000, 8));
+    for (std::size_t i = 20000; i < 30008; ++i) {
+        REQUIRE(r2.data()[i] == std::byte{0});
+    }
+
+    // the batch without its doorbell, rung with an entry posted alone; unsignalled entries
+    // complete with the next signalled one and hand out no result of their own
+    batch.resize(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+        batch[i].to = r2.remote(40000 + 64 * i);
+        batch[i].sig = i % 2 == 0 ? rig::signaled::no : rig::signaled::yes;
+    }
+    a.post_write(r1, batch);
+    CHECK(a.room(rig::side::send) == capacity - 4);
+    a.post_write(r1, 0, 64, r2.remote(45000));
+    a.ring(rig::side::send);
+    done(a, rig::side::send, 63);   // entries 1 and 3 (0 and 2 unsignalled)
+    done(a, rig::side::send, 61);
+    done(a, rig::side::send, 64);
+    CHECK(a.room(rig::side::send) == capacity);
+    for (std::uint32_t i = 0; i < 4; ++i) {
+        CHECK(same(r1, 64 * i, r2, 40000 + 64 * i, 64 - i));
+    }
+    CHECK(same(r1, 0, r2, 45000, 64));
+
+    ok(a.destroy());
+    CHECK_THROWS_AS(a.write(r1, batch), std::invalid_argument);
 }
