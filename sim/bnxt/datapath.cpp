@@ -81,6 +81,15 @@ bool datapath::step() noexcept {
     return worked;
 }
 
+void datapath::command_ran() {
+    _core->stay_busy(roce::model_core::command_window);
+    if (_memory && !_fn._dead && _fn._server != nullptr &&
+        (_fn._resets != _seen_resets || _fn._fw.commands_executed() != _seen_commands ||
+         _fn._fw.roce_changes() != _seen_roce)) {
+        follow_objects();
+    }
+}
+
 bool datapath::pass(roce::clock::time_point now) {
     if (_fn._dead || _fn._server == nullptr) {
         return false;  // a failed function moves nothing
@@ -448,6 +457,7 @@ void datapath::to_rts(qp_slot& s, const roce_qp& q) {
     p.max_rd_atomic = static_cast<std::uint8_t>(std::clamp(a.max_rd_atomic - 1, 1, 32));
     try {
         s.rc->to_rts(p);
+        _core->stay_busy(roce::model_core::connect_window);   // its traffic follows
     } catch (const std::invalid_argument& e) {
         log().warn("bnxt data path: QP {} RTR->RTS not followed: {}", s.id, e.what());
         s.rc->to_error();

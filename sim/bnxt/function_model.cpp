@@ -309,6 +309,9 @@ void function_model::run_rcfw_locked() {
     for (const std::uint16_t v : _fw.rcfw_doorbell(_mailbox, &_server->dma(), &inject)) {
         raise_locked(v);
     }
+    if (_datapath) {
+        _datapath->command_ran();
+    }
     if (inject) {
         _rcfw_fail_next.insert(_rcfw_fail_next.begin(), *inject);   // not met yet
     }

@@ -32,6 +32,7 @@
 #include "abi/mlx5/ifc/eqe.hpp"
 #include "abi/mlx5/ifc/hca.hpp"
 #include "abi/mlx5/ifc/hca_cap.hpp"
+#include "sim/mlx5/datapath.hpp"
 #include "sim/mlx5/function_model.hpp"
 #include "sim/vfio_user/log.hpp"
 
@@ -367,6 +368,9 @@ completion function_model::run_slot(unsigned slot) {
         _fail_next.erase(injected);
     } else {
         out = _fw.execute(in, inlen, outlen, &dma);
+        if (_datapath) {
+            _datapath->command_ran();
+        }
         if (const auto held = _fw.take_disabled_with()) {
             report_ledger(ledger_entry::event::disable_hca, held->pages, held->objects);
         }

@@ -89,6 +89,14 @@ bool datapath::step() noexcept {
     return worked;
 }
 
+void datapath::command_ran() {
+    _core->stay_busy(roce::model_core::command_window);
+    if (_memory && !_fn._dead && !_fn._fatal && _fn._server != nullptr &&
+        (_fn._resets != _seen_resets || _fn._fw.commands_executed() != _seen_commands)) {
+        follow_objects();
+    }
+}
+
 bool datapath::pass(roce::clock::time_point now) {
     if (_fn._dead || _fn._fatal || _fn._server == nullptr) {
         return false;  // a failed function moves nothing
@@ -437,6 +445,7 @@ void datapath::follow_qps() {
                 p.max_rd_atomic = static_cast<std::uint8_t>(1u << qpc_field(q, ifc::qpc::log_sra_max));
                 try {
                     s.rc->to_rts(p);
+                    _core->stay_busy(roce::model_core::connect_window);   // its traffic follows
                 } catch (const std::invalid_argument& e) {
                     log().warn("mlx5 data path: QP {:#x} RTR2RTS not followed: {}", qpn, e.what());
                     s.rc->to_error();

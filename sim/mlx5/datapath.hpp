@@ -108,6 +108,12 @@ public:
 
     // One pass, with the function model's lock held (roce::station).
     bool step() noexcept override;
+    // A command ran (the firmware's thread, the function's lock held): its objects are followed
+    // now, before the driver sees it complete, as a card's command changes the QP context
+    // before its completion; the rc_qp of a QP that reached RTR is built here, not in the pass
+    // that carries the first doorbell (rig-perf's first-size transient, issue 17). The core is
+    // woken to run a round soon (model_core::stay_busy).
+    void command_ran();
 
 private:
     // What INIT2RTR and RTR2RTS connected an rc_qp to. A QP whose stored qpc names another

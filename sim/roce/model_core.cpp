@@ -67,6 +67,21 @@ bool model_core::round() {
     return worked;
 }
 
+void model_core::stay_busy(std::chrono::milliseconds window) noexcept {
+    const auto until = (std::chrono::steady_clock::now() + window).time_since_epoch().count();
+    auto seen = _busy_until.load(std::memory_order_relaxed);
+    while (seen < until && !_busy_until.compare_exchange_weak(seen, until, std::memory_order_relaxed)) {
+    }
+    if (!on_core_thread()) {
+        { std::lock_guard g(_list_lock); }   // a core deciding to sleep sees the new time, or gets the notify
+        _wake.notify_all();
+    }
+}
+
+bool model_core::asked_busy() const noexcept {
+    return std::chrono::steady_clock::now().time_since_epoch().count() < _busy_until.load(std::memory_order_relaxed);
+}
+
 void model_core::loop() {
     auto backoff = min_backoff;
     auto last_work = std::chrono::steady_clock::now();
@@ -81,7 +96,9 @@ void model_core::loop() {
             last_work = now;
             backoff = min_backoff;
         }
-        if (worked || now - last_work < busy_window) {
+        const std::chrono::steady_clock::time_point busy_until{
+            std::chrono::steady_clock::duration(_busy_until.load(std::memory_order_relaxed))};
+        if (worked || now - last_work < busy_window || now < busy_until) {
             // see model_core.hpp: yield when idle, and every 64th busy round
             if (!worked || (++_busy_rounds & 63) == 0) {
                 std::this_thread::yield();
@@ -93,8 +110,8 @@ void model_core::loop() {
             // nothing to run: sleep until a station joins (leave() holds _round_lock, not this)
             _wake.wait(g, [this] { return _stop || !_joining.empty(); });
         } else {
-            _wake.wait_for(g, backoff, [this] { return _stop || !_joining.empty(); });
-            backoff = std::min(backoff * 2, max_backoff);
+            _wake.wait_for(g, backoff, [this] { return _stop || !_joining.empty() || asked_busy(); });
+            backoff = asked_busy() ? min_backoff : std::min(backoff * 2, max_backoff);
         }
         if (!_joining.empty()) {  // a new station: look at it busily, as after work
             last_work = std::chrono::steady_clock::now();

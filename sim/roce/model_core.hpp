@@ -73,9 +73,21 @@ public:
 
     std::uint64_t rounds() const noexcept { return _rounds.load(std::memory_order_relaxed); }
 
+    // The rounds stay busy (no backoff) for `window` from now, whatever they find, as after
+    // work. A function whose queue pair just reached RTS asks it (any thread): its traffic
+    // follows, and the first doorbell would otherwise wait for the backoff, up to max_backoff
+    // (rig-perf's first-size transient, issue 17). A card never sleeps at all.
+    // From another thread it also wakes a backed-off core: a command that just ran (the data
+    // path follows its objects in the next round, not up to max_backoff later) asks for
+    // command_window.
+    void stay_busy(std::chrono::milliseconds window) noexcept;
+    static constexpr std::chrono::milliseconds connect_window{50};
+    static constexpr std::chrono::milliseconds command_window{2};
+
 private:
     void loop();
     bool round();
+    bool asked_busy() const noexcept;   // stay_busy's time not over
 
     const std::string _name;
     // Held by the thread for a whole round: leave() takes it to know no step runs.
@@ -92,6 +104,7 @@ private:
     // than taking it back at once (a mutex taken back right after its release starves a waiter)
     std::atomic<std::uint32_t> _waiters{0};
     std::atomic<std::uint64_t> _rounds{0};
+    std::atomic<std::chrono::steady_clock::rep> _busy_until{0};   // stay_busy's, as time_since_epoch
     std::uint32_t _busy_rounds = 0;  // the thread's own: for the yield every 64th busy round
     std::thread _thread;
 };

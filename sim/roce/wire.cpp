@@ -1,11 +1,16 @@
 #include "sim/roce/wire.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 #include <shared_mutex>
 #include <stdexcept>
+#include <type_traits>
 
 #include "sim/vfio_user/dma_space.hpp"
 #include "sim/vfio_user/log.hpp"
@@ -320,6 +325,12 @@ std::unique_ptr<port> wire::attach(const mac_address& mac) {
     }
     std::unique_ptr<port> p(new port(*this, mac));
     _ports.push_back(p.get());
+    g.unlock();
+    // the first chunk now, on the control path, not under a data path's first burst
+    std::lock_guard pool(_pool_lock);
+    if (_frames_made == 0) {
+        grow_locked();
+    }
     return p;
 }
 
@@ -443,23 +454,49 @@ std::size_t wire::free_frames() const {
     return _free_count + (_pool_limit - _frames_made);
 }
 
+frame* wire::make_chunk(std::size_t n) noexcept {
+    static_assert(chunk_bytes % alignof(frame) == 0 && chunk_frames > 0);
+    void* memory = std::aligned_alloc(chunk_bytes, chunk_bytes);
+    if (memory == nullptr) {
+        return nullptr;
+    }
+    // a hint: with transparent huge pages in madvise mode (Debian's default) the chunk is one
+    // page; refused or unsupported, it is 4 KiB pages as before
+    ::madvise(memory, chunk_bytes, MADV_HUGEPAGE);
+    frame* first = static_cast<frame*>(memory);
+    std::uninitialized_default_construct_n(first, n);
+    return first;
+}
+
+void wire::chunk_free::operator()(frame* f) const noexcept {
+    static_assert(std::is_trivially_destructible_v<frame>);
+    std::free(f);
+}
+
+// Warm-up only: the pool grows by one chunk (the vector's room is reserved), if the limit allows.
+void wire::grow_locked() noexcept {
+    if (_frames_made >= _pool_limit) {
+        return;
+    }
+    const std::size_t n = std::min(chunk_frames, _pool_limit - _frames_made);
+    frame* chunk = make_chunk(n);
+    if (chunk == nullptr) {
+        return;
+    }
+    _chunks.emplace_back(chunk);   // the vector's room is reserved: no throw
+    for (std::size_t i = 0; i < n; ++i) {
+        frame* x = chunk + i;
+        x->next = _free;
+        _free = x;
+    }
+    _frames_made += n;
+    _free_count += n;
+}
+
 frame* wire::take() noexcept {
     std::lock_guard g(_pool_lock);
-    if (_free == nullptr && _frames_made < _pool_limit) {
-        // warm-up only: the pool grows by one chunk (the vector's room is reserved)
-        const std::size_t n = std::min(chunk_frames, _pool_limit - _frames_made);
-        try {
-            _chunks.push_back(std::make_unique_for_overwrite<frame[]>(n));
-        } catch (const std::bad_alloc&) {
-            return nullptr;
-        }
-        for (std::size_t i = 0; i < n; ++i) {
-            frame* x = &_chunks.back()[i];
-            x->next = _free;
-            _free = x;
-        }
-        _frames_made += n;
-        _free_count += n;
+    if (_free == nullptr) {
+        grow_locked();
     }
     frame* f = _free;
     if (f != nullptr) {

@@ -234,7 +234,12 @@ class wire {
 public:
     // Eight ports whose owners stopped draining them leave the others half the pool.
     static constexpr std::size_t default_pool_frames = 16384;
-    static constexpr std::size_t chunk_frames = 256;
+    // Frames are made a chunk at a time (warm-up only), each chunk aligned and sized to a 2 MiB
+    // huge page with MADV_HUGEPAGE asked for: a run's first frames then cost one fault per chunk
+    // instead of one per frame. Faults cost microseconds each in a VM, and a run's first 128
+    // WRITEs waited ~4 ms on them (rig-perf's first-size transient, issue 17).
+    static constexpr std::size_t chunk_bytes = std::size_t{2} << 20;
+    static constexpr std::size_t chunk_frames = chunk_bytes / sizeof(frame);
     static constexpr std::size_t default_port_queue_limit = 1024;
     static constexpr std::size_t release_batch = 64;
     // A sender waits for a full queue only while the queue's owner drains it: a port whose owner
@@ -313,7 +318,12 @@ private:
     const std::size_t _queue_limit;
     const std::size_t _pool_limit;
     mutable spin_lock _pool_lock;
-    std::vector<std::unique_ptr<frame[]>> _chunks;
+    struct chunk_free {
+        void operator()(frame* f) const noexcept;
+    };
+    static frame* make_chunk(std::size_t n) noexcept;   // nullptr: no memory
+    void grow_locked() noexcept;                        // with _pool_lock held
+    std::vector<std::unique_ptr<frame, chunk_free>> _chunks;
     std::size_t _frames_made = 0;
     frame* _free = nullptr;
     std::size_t _free_count = 0;
