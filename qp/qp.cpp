@@ -273,7 +273,7 @@ void queue_pair::ring(side sd) {
 
 namespace {
 // The ring after a post that checked the queue pair: straight to the data path.
-void ring_checked(detail::qp_state& s, bool send) {
+[[gnu::always_inline]] inline void ring_checked(detail::qp_state& s, bool send) {
     detail::on_path(s, [&](auto& p) { p.ring(send); });
 }
 }  // namespace

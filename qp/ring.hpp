@@ -136,6 +136,16 @@ public:
         }
     }
     std::uint32_t* slot_lengths() noexcept { return bytes_.data(); }
+    entry_label* slot_labels() noexcept { return labels_.data(); }
+    // A batch post's label of one slot, field by field: a label built whole and copied went
+    // through the stack, one store-forwarding stall per entry (bench-post's "qp batch" rows).
+    static void set_label(entry_label& l, std::uint64_t tag, rig::operation op, bool signaled) noexcept {
+        l.tag = tag;
+        l.immediate = 0;
+        l.op = op;
+        l.signaled = signaled;
+        l.has_immediate = false;
+    }
     std::uint32_t mask() const noexcept { return mask_; }
     void commit(std::uint64_t next) noexcept { posted_ = next; }
 

@@ -69,14 +69,13 @@ public:
     }
     // A batch of WRITEs from one region (device address `base`, key `key`), checked by the caller
     // (rig::queue_pair's batch write): the room for all of them is the only check left here.
-    void post_writes(std::uint64_t base, std::uint32_t key, std::span<const rig::write_entry> b) {
-        const auto n = static_cast<std::uint32_t>(b.size());
-        const std::uint64_t first = sq.post_batch(n, abi::SQ_BASE_WQE_TYPE_WRITE_WQE, [&](std::uint32_t i) {
-            return send_queue::element{local(base + b[i].at, b[i].n, key), b[i].to.address, b[i].to.key};
-        });
-        for (std::uint32_t i = 0; i < n; ++i) {
-            sq.label(first + i, b[i].tag, rig::operation::write, b[i].sig == rig::signaled::yes);
-        }
+    [[gnu::always_inline]] void post_writes(std::uint64_t base, std::uint32_t key,
+                                            std::span<const rig::write_entry> b) {
+        sq.post_batch(static_cast<std::uint32_t>(b.size()), abi::SQ_BASE_WQE_TYPE_WRITE_WQE, rig::operation::write,
+                      [&](std::uint32_t i) {
+                          return send_queue::element{local(base + b[i].at, b[i].n, key), b[i].to.address,
+                                                     b[i].to.key, b[i].tag, b[i].sig == rig::signaled::yes};
+                      });
     }
     void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag,
                            bool signaled = true) {

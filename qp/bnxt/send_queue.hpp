@@ -78,8 +78,10 @@ public:
     // entries' byte stores would make the compiler reload (ring, mask, PSN, MTU) is read once;
     // misuse (no room for n) throws std::invalid_argument and changes nothing (the caller
     // checked the values: rig::queue_pair's batch write).
+    // Entry i's label (qp/ring.hpp: its tag, `op`, whether signalled) is stored in the same loop.
     template <class Make>
-    [[gnu::always_inline, gnu::flatten]] std::uint64_t post_batch(std::uint32_t n, std::uint8_t wqe_type, Make&& make) {
+    [[gnu::always_inline, gnu::flatten]] std::uint64_t post_batch(std::uint32_t n, std::uint8_t wqe_type,
+                                                                  rig::operation op, Make&& make) {
         entries_.check_room(n);
         const std::uint64_t first = entries_.posted();
         std::byte* const ring = ring_.data();
@@ -88,6 +90,7 @@ public:
         const std::uint32_t log_mtu = log_mtu_;
         std::uint32_t next_psn = next_psn_;
         std::uint32_t* const lengths = entries_.slot_lengths();
+        entry_label* const labels = entries_.slot_labels();
         const std::uint32_t length_mask = entries_.mask();
         for (std::uint32_t i = 0; i < n; ++i) {
             const std::uint64_t k = first + i;
@@ -96,16 +99,20 @@ public:
             abi::fast::write_one(ring + (k & mask) * wqe_bytes, wqe_type, 0, e.l, e.remote_va, e.remote_key);
             next_psn = psn_entry(psn, k & mask, wqe_type, bytes, log_mtu, next_psn);
             lengths[k & length_mask] = bytes;
+            qp::ring::set_label(labels[k & length_mask], e.tag, op, e.signaled);
         }
         next_psn_ = next_psn;
         entries_.commit(first + n);
         return first;
     }
-    // One entry of post_batch: its local element and the remote memory it reaches.
+    // One entry of post_batch: its local element, the remote memory it reaches, its tag and
+    // whether its success is handed out.
     struct element {
         abi::local l;
         std::uint64_t remote_va;
         std::uint32_t remote_key;
+        std::uint64_t tag;
+        bool signaled;
     };
 
     template <class Op>

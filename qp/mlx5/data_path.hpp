@@ -67,14 +67,15 @@ public:
     // A batch of WRITEs from one region (device address `base`, key `key`), checked by the caller
     // (rig::queue_pair's batch write) so that abi refuses none: the room for all of them is the
     // only check left here (send_queue::post_batch).
-    void post_writes(std::uint64_t base, std::uint32_t key, std::span<const rig::write_entry> b) {
-        const auto n = static_cast<std::uint32_t>(b.size());
-        const std::uint64_t first = sq.post_batch(
-            n, [&](std::uint32_t i) { return abi::write_op{local(base + b[i].at, b[i].n, key), remote(b[i].to)}; },
-            [&](std::uint32_t i) { return b[i].sig == rig::signaled::yes; });
-        for (std::uint32_t i = 0; i < n; ++i) {
-            sq.label(first + i, b[i].tag, rig::operation::write, b[i].sig == rig::signaled::yes);
-        }
+    [[gnu::always_inline]] void post_writes(std::uint64_t base, std::uint32_t key,
+                                            std::span<const rig::write_entry> b) {
+        sq.post_batch(
+            static_cast<std::uint32_t>(b.size()),
+            [&](std::uint32_t i) { return abi::write_op{local(base + b[i].at, b[i].n, key), remote(b[i].to)}; },
+            [&](std::uint32_t i) { return b[i].sig == rig::signaled::yes; },
+            [&](std::uint32_t i, qp::entry_label& l) {
+                qp::ring::set_label(l, b[i].tag, rig::operation::write, b[i].sig == rig::signaled::yes);
+            });
     }
     void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag,
                            bool signaled = true) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <type_traits>
 
 #include "abi/barriers.hpp"
 #include "abi/mlx5/completion.hpp"
@@ -38,6 +39,9 @@ struct send_queue_memory {
 
 class send_queue {
 public:
+    // post_batch without labels (the caller labels, or bench-post's queue alone).
+    struct no_label {};
+
     // Throws std::invalid_argument for a ring that is not 2^n (1..32768) blocks, a record shorter
     // than 8 bytes or misaligned, or a missing/misaligned register, or qpn over 24 bits.
     send_queue(send_queue_memory m, std::uint32_t qpn);
@@ -75,14 +79,18 @@ public:
     // every entry (bench-post: 32 per doorbell). Misuse (no room for n, a value abi refuses)
     // throws std::invalid_argument and posts nothing: the counts stay, and the slots written
     // for the batch's earlier entries are free slots the NIC does not read.
-    template <class Make, class Signal>
-    [[gnu::always_inline, gnu::flatten]] std::uint64_t post_batch(std::uint32_t n, Make&& make, Signal&& signal) {
+    // `label(i, slot)`, if given, writes entry i's label (qp/ring.hpp) into its slot, in the same
+    // loop.
+    template <class Make, class Signal, class Label = no_label>
+    [[gnu::always_inline, gnu::flatten]] std::uint64_t post_batch(std::uint32_t n, Make&& make, Signal&& signal,
+                                                                  Label&& label = {}) {
         entries_.check_room(n);
         const std::uint64_t first = entries_.posted();
         const std::span<std::byte> ring = ring_;
         const std::uint64_t mask = mask_;
         const std::int64_t qpn = qpn_;
         std::uint32_t* const lengths = entries_.slot_lengths();
+        entry_label* const labels = entries_.slot_labels();
         const std::uint32_t length_mask = entries_.mask();
         for (std::uint32_t i = 0; i < n; ++i) {
             const std::uint64_t k = first + i;
@@ -90,6 +98,9 @@ public:
             abi::write(ring, static_cast<std::size_t>(k & mask) * abi::entry_size, qpn,
                        static_cast<std::int64_t>(k & 0xffff), o, signal(i));
             lengths[k & length_mask] = length(o);
+            if constexpr (!std::is_same_v<std::remove_cvref_t<Label>, no_label>) {
+                label(i, labels[k & length_mask]);
+            }
         }
         entries_.commit(first + n);
         return first;
