@@ -120,21 +120,14 @@ bool datapath::pass(roce::clock::time_point now) {
 // has room. One still behind its producer (its rc_qp full) stays for the next pass.
 bool datapath::fetch_produced() {
     bool did = false;
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < _fetch.size(); ++i) {
-        qp_slot& s = *_fetch[i];
-        s.fetching = false;
+    _fetch.walk([&](qp_slot& s) {
         if (!s.rc || s.q == nullptr) {
-            continue;
+            return false;
         }
         did = fetch_receives(s, *s.q) || did;
         did = fetch_sends(s, *s.q) || did;
-        if (s.sq_taken != s.sq_produced || s.rq_taken != s.rq_produced) {
-            s.fetching = true;
-            _fetch[kept++] = &s;
-        }
-    }
-    _fetch.resize(kept);
+        return s.sq_taken != s.sq_produced || s.rq_taken != s.rq_produced;
+    });
     return did;
 }
 
@@ -143,12 +136,9 @@ bool datapath::fetch_produced() {
 // whose report waits for room, stays for the next pass.
 bool datapath::attend_slots() {
     bool did = false;
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < _attend.size(); ++i) {   // attend() may append meanwhile
-        qp_slot& s = *_attend[i];
-        s.attended = false;
+    _attend.walk([&](qp_slot& s) {
         if (!s.rc || s.q == nullptr) {
-            continue;
+            return false;
         }
         did = drain_completions(s) || did;
         const bool drained = (s.send_cq == nullptr || room(*s.send_cq) > 0) &&
@@ -157,47 +147,25 @@ bool datapath::attend_slots() {
         if (failed && !s.reported && drained) {
             report_error(s);
         }
-        if ((s.rc->has_completions() || (failed && !s.reported)) && !s.attended) {
-            s.attended = true;
-            _attend[kept++] = &s;
-        }
-    }
-    _attend.resize(kept);
+        return s.rc->has_completions() || (failed && !s.reported);
+    });
     return did;
-}
-
-void datapath::want_fetch(qp_slot& s) noexcept {
-    if (!s.fetching) {
-        s.fetching = true;
-        _fetch.push_back(&s);   // never allocates: index_objects() left room for every slot
-    }
-}
-
-void datapath::attend(qp_slot& s) noexcept {
-    if (!s.attended) {
-        s.attended = true;
-        _attend.push_back(&s);   // never allocates: index_objects() left room for every slot
-    }
 }
 
 // The lists, made again after the objects were followed: every slot with an rc_qp is looked at
 // once (a command may have changed what it reports), and fetched from if behind its producers.
 void datapath::index_objects() {
-    _fetch.clear();
-    _attend.clear();
+    _fetch.reset(_qps.size());
+    _attend.reset(_qps.size());
     for (auto& [id, s] : _qps) {
         s.fetching = s.attended = false;
         if (s.sq_taken != s.sq_produced || s.rq_taken != s.rq_produced) {
-            s.fetching = true;
-            _fetch.push_back(&s);
+            _fetch.add(s);
         }
         if (s.rc) {
-            s.attended = true;
-            _attend.push_back(&s);
+            _attend.add(s);
         }
     }
-    _fetch.reserve(_qps.size());
-    _attend.reserve(_qps.size());
 }
 
 // No RC queue pair yet: a card drops what arrives for QPs it does not have (IB 9.6).

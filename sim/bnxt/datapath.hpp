@@ -46,6 +46,7 @@
 #include "sim/roce/rc_qp.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/roce/work.hpp"
+#include "sim/roce/worklist.hpp"
 
 namespace rig::sim::vfio_user {
 class dma_space;
@@ -161,8 +162,8 @@ private:
         std::uint16_t sq_cons = 0, rq_cons = 0;   // the slots after the last completions
         psn_search psn;                           // the rc_qp's retransmit_locator
         bool retransmit_lost = false;             // a retransmission could not be located
-        bool fetching = false;                    // a producer moved past what was taken (in _fetch)
-        bool attended = false;                    // its rc_qp asked to be looked at (in _attend)
+        bool fetching = false;                    // in _fetch
+        bool attended = false;                    // in _attend
         // What its rc_qp tells the data path (roce::qp_host), on the pass's thread.
         struct host final : roce::qp_host {
             datapath* dp = nullptr;
@@ -188,8 +189,8 @@ private:
     // The lists a pass walks instead of every QP (a pass costs what moves, not the number of
     // QPs: issue 17, bench-scale), made again whenever the objects are followed.
     void index_objects();
-    void want_fetch(qp_slot& s) noexcept;
-    void attend(qp_slot& s) noexcept;
+    void want_fetch(qp_slot& s) noexcept { _fetch.add(s); }
+    void attend(qp_slot& s) noexcept { _attend.add(s); }
     bool fetch_produced();
     bool attend_slots();
     bool configure(qp_slot& s, const roce_qp& q);
@@ -223,8 +224,8 @@ private:
     std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR
     rig::roce::gid _engine_gid{};
     std::map<std::uint32_t, qp_slot> _qps;
-    std::vector<qp_slot*> _fetch;    // the slots with WQEs produced and not taken (fetching)
-    std::vector<qp_slot*> _attend;   // the slots whose rc_qp asked to be looked at (attended)
+    roce::worklist<qp_slot, &qp_slot::fetching> _fetch;   // the slots with WQEs produced and not taken
+    roce::worklist<qp_slot, &qp_slot::attended> _attend;  // the slots whose rc_qp asked to be looked at
     std::map<std::uint32_t, cq_slot> _cqs;
     struct key_state {
         std::uint32_t pd;

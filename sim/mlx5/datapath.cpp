@@ -132,18 +132,13 @@ bool datapath::pass(roce::clock::time_point now) {
 // change, or a ring that was full. One whose rc_qp is still full stays for the next pass.
 bool datapath::fetch_looked_at() {
     bool did = false;
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < _fetch.size(); ++i) {
-        qp_slot& s = *_fetch[i];
-        s.sq_look = false;
-        if (s.rc && s.q != nullptr) {
-            did = fetch_sends(s, *s.q) || did;
+    _fetch.walk([&](qp_slot& s) {
+        if (!s.rc || s.q == nullptr) {
+            return false;
         }
-        if (s.sq_look) {
-            _fetch[kept++] = &s;
-        }
-    }
-    _fetch.resize(kept);
+        did = fetch_sends(s, *s.q) || did;
+        return s.rc->send_room() == 0;
+    });
     return did;
 }
 
@@ -170,13 +165,10 @@ bool datapath::sweep_receives() {
 // ERR. One whose CQ is full stays for the next pass.
 bool datapath::attend_slots() {
     bool did = false;
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < _attend.size(); ++i) {   // attend() may append meanwhile
-        qp_slot& s = *_attend[i];
-        s.attended = false;
+    _attend.walk([&](qp_slot& s) {
         qp_object* q = s.q;
         if (!s.rc || q == nullptr) {
-            continue;
+            return false;
         }
         did = drain_completions(s, *q) || did;
         if (s.rc->state() == roce::qp_state::error &&
@@ -187,27 +179,9 @@ bool datapath::attend_slots() {
             abi::set<ifc::qpc::state>(q->qpc, static_cast<std::uint8_t>(ifc::qpc_state::err));
             raise_responder_event(s, q->qpn);
         }
-        if (s.rc->has_completions() && !s.attended) {
-            s.attended = true;
-            _attend[kept++] = &s;
-        }
-    }
-    _attend.resize(kept);
+        return s.rc->has_completions();
+    });
     return did;
-}
-
-void datapath::look_at_sends(qp_slot& s) noexcept {
-    if (!s.sq_look) {
-        s.sq_look = true;
-        _fetch.push_back(&s);   // never allocates: index_objects() left room for every slot
-    }
-}
-
-void datapath::attend(qp_slot& s) noexcept {
-    if (!s.attended) {
-        s.attended = true;
-        _attend.push_back(&s);   // never allocates: index_objects() left room for every slot
-    }
 }
 
 void datapath::receive_wanted(qp_slot& s) noexcept {
@@ -220,21 +194,20 @@ void datapath::receive_wanted(qp_slot& s) noexcept {
 // once (a command may have changed what it reports), and the UAR pages are grouped.
 void datapath::index_objects() {
     _live.clear();
-    _fetch.clear();
-    _attend.clear();
+    _fetch.reset(_qps.size());
+    _attend.reset(_qps.size());
     _qp_pages.clear();
     _cq_pages.clear();
     for (auto& [qpn, s] : _qps) {
-        s.attended = false;
+        const bool look = s.sq_look;   // asked by the objects just followed
+        s.sq_look = s.attended = false;
         if (!s.rc || s.q == nullptr) {
-            s.sq_look = false;
             continue;
         }
         _live.push_back(&s);
-        s.attended = true;
-        _attend.push_back(&s);
-        if (s.sq_look) {
-            _fetch.push_back(&s);
+        _attend.add(s);
+        if (look) {
+            _fetch.add(s);
         }
         if (uar_in_bar(s.q->uar_page)) {
             auto page = std::find_if(_qp_pages.begin(), _qp_pages.end(), [&](const auto& u) { return u.page == s.q->uar_page; });
@@ -245,8 +218,6 @@ void datapath::index_objects() {
         }
     }
     _watch_removals = ~std::uint64_t{0};   // found by the next poll, with the DMA view pinned
-    _fetch.reserve(_live.size());
-    _attend.reserve(_live.size());
     for (auto& [cqn, slot] : _cqs) {
         if (!uar_in_bar(slot.cq->uar_page)) {
             continue;

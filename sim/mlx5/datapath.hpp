@@ -51,6 +51,7 @@
 #include "sim/roce/rc_qp.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/roce/work.hpp"
+#include "sim/roce/worklist.hpp"
 
 namespace rig::sim::vfio_user {
 class dma_space;
@@ -143,8 +144,8 @@ private:
         std::unique_ptr<roce::rc_qp> rc;
         std::uint32_t sq_taken = 0;   // blocks fetched (free-running; the record holds 16 bits)
         std::uint32_t rq_taken = 0;   // receive WQEs fetched
-        bool sq_look = false;         // a BlueFlame write or a state change: read the send counter (in _fetch)
-        bool attended = false;        // its rc_qp asked to be looked at (in _attend)
+        bool sq_look = false;         // in _fetch (or, on the control path, asked to be)
+        bool attended = false;        // in _attend
         // Its doorbell record in host memory (dma_space::readable), read every time its UAR
         // page rings: found again when the record's IOVA or the DMA windows changed.
         const std::byte* record = nullptr;
@@ -186,8 +187,8 @@ private:
     // QPs: issue 17, bench-scale), made again whenever the objects are followed.
     void index_objects();
     bool uar_in_bar(std::uint32_t page) const noexcept;
-    void look_at_sends(qp_slot& s) noexcept;
-    void attend(qp_slot& s) noexcept;
+    void look_at_sends(qp_slot& s) noexcept { _fetch.add(s); }
+    void attend(qp_slot& s) noexcept { _attend.add(s); }
     void receive_wanted(qp_slot& s) noexcept;
     bool fetch_looked_at();
     bool sweep_receives();
@@ -247,8 +248,10 @@ private:
     std::uint64_t _watch_removals = ~std::uint64_t{0};   // dma_space::removals() the watches were found at
     std::vector<uar_users<cq_slot>> _cq_pages;
     std::vector<qp_slot*> _live;     // the slots with an rc_qp
-    std::vector<qp_slot*> _fetch;    // the slots whose send counter a pass reads (sq_look)
-    std::vector<qp_slot*> _attend;   // the slots whose rc_qp asked to be looked at (attended)
+    // the slots whose send counter a pass reads: a BlueFlame write, a state change, a full ring
+    roce::worklist<qp_slot, &qp_slot::sq_look> _fetch;
+    // the slots whose rc_qp asked to be looked at: completions, a failure
+    roce::worklist<qp_slot, &qp_slot::attended> _attend;
     std::size_t _sweep_at = 0;       // the index in _live the next receive sweep starts at
     // receive counters a pass reads in turn (sweep_receives): every QP's, when there are no more
     static constexpr std::size_t sweep_per_pass = 32;

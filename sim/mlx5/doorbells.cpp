@@ -287,9 +287,6 @@ bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
     }
     // this thread is the counter's only writer: a plain add, not a locked one
     _wqes.store(_wqes.load(std::memory_order_relaxed) + fetched, std::memory_order_relaxed);
-    if (pending > 0) {
-        s.sq_look = true;  // the rc_qp's ring was full: look again next pass
-    }
     return fetched != 0;
 }
 

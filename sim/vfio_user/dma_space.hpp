@@ -189,6 +189,7 @@ private:
     // _lock, unless this thread holds it by a pin
     std::unique_lock<std::mutex> hold() const;
     bool pinned_here() const noexcept;
+    std::byte* host_address(std::uint64_t iova, std::size_t n, bool for_write) const noexcept;
     void refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::string reason);
 
     mutable std::mutex _lock;
