@@ -235,17 +235,18 @@ int main(int argc, char** argv) {
         }
         fw::command_queue& q = (*nic)->commands();
         fw::stranded_memory& stranded = (*nic)->stranded_registry();
+        fw::doorbell_records records(**fn, stranded);
         const auto by = [] { return clk::now() + std::chrono::seconds(5); };
         const std::uint32_t pd = must(fw::alloc_pd(q, by()));
         fw::cq_params cp;
         cp.uar = (*nic)->uar();
         cp.eqn = (*nic)->event_queue()->eqn();
-        auto cq = must(fw::cq::create(q, **fn, stranded, cp, by()));
+        auto cq = must(fw::cq::create(q, **fn, stranded, records, cp, by()));
         fw::qp_params qp;
         qp.pd = pd;
         qp.send_cq = qp.receive_cq = cq.cqn();
         qp.uar = (*nic)->uar();
-        auto rc = must(fw::qp::create(q, **fn, stranded, qp, by()));
+        auto rc = must(fw::qp::create(q, **fn, stranded, records, qp, by()));
         if (!events) {
             q.use_events(false);
         }

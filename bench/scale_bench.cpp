@@ -190,12 +190,13 @@ std::size_t pages(std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 // The driver's DMA memory per queue pair of a group, from its rings' entries x stride, rounded as
 // firmware/ maps it (mapped_memory: whole 4 KiB pages), with its share of the group's CQ (two
 // rings' entries). mlx5 (firmware/mlx5 qp::create): receive 32-byte strides, send 64-byte
-// WQEBBs, the doorbell record on a page of its own; CQE 64 bytes. bnxt (firmware/bnxt
+// WQEBBs, the doorbell record a 64-byte slot of a shared page (firmware/mlx5/doorbell_records.hpp);
+// CQE 64 bytes. bnxt (firmware/bnxt
 // queue_pair.cpp, objects.cpp paged): send 128-byte WQE + 16-byte PSN search entry, receive
 // 32 + 16 x 6 SGEs, each ring with one page-table page past one page; CQE 32 bytes.
 std::size_t driver_bytes(const std::string& family, std::uint32_t ring) {
     if (family == "mlx5") {
-        return pages(pages(ring * 32 + ring * 64) + 64) + 2 * ring * 64;
+        return pages(ring * 32 + ring * 64) + 64 + 2 * ring * 64;
     }
     const auto paged = [](std::size_t bytes) { return pages(bytes) + (bytes > 4096 ? 4096 : 0); };
     return paged(ring * (128 + 16)) + paged(ring * (32 + 16 * 6)) + 2 * ring * 32;

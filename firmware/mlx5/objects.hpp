@@ -31,6 +31,7 @@
 #include "driver/function.hpp"
 #include "firmware/mapped_memory.hpp"
 #include "firmware/mlx5/command_queue.hpp"
+#include "firmware/mlx5/doorbell_records.hpp"
 #include "firmware/mlx5/error.hpp"
 #include "firmware/mlx5/stranded.hpp"
 
@@ -93,28 +94,29 @@ struct cq_params {
 
 class cq {
 public:
-    // CQE buffer (page-rounded) followed by a page holding the 8-byte doorbell record, one
-    // mapping; every CQE's op_own = 0xf0 (opcode INVALID, owner 0: kernel hw/mlx5/cq.c
-    // init_cq_frag_buf).
+    // The CQE buffer (page-rounded), every CQE's op_own = 0xf0 (opcode INVALID, owner 0: kernel
+    // hw/mlx5/cq.c init_cq_frag_buf), and an 8-byte doorbell record from `records`, which
+    // outlives the CQ (doorbell_records.hpp).
     static result<cq> create(command_queue& q, driver::function& fn, stranded_memory& stranded,
-                             const cq_params& params, deadline by);
+                             doorbell_records& records, const cq_params& params, deadline by);
     result<void> destroy(command_queue& q, driver::function& fn, stranded_memory& stranded, deadline by);
 
     cq() = default;
     std::uint32_t cqn() const noexcept { return _cqn; }
     const cq_params& params() const noexcept { return _params; }
     std::span<std::byte> entries() const noexcept { return {_memory.data(), buffer_bytes()}; }
-    std::byte* doorbell_record() const noexcept { return _memory.data() + dbr_offset(); }
-    std::uint64_t doorbell_record_iova() const noexcept { return _memory.iova() + dbr_offset(); }
+    std::byte* doorbell_record() const noexcept { return _record.data; }
+    std::uint64_t doorbell_record_iova() const noexcept { return _record.iova; }
     std::uint64_t iova() const noexcept { return _memory.iova(); }
     bool alive() const noexcept { return _memory.mapped(); }
 
 private:
     std::size_t buffer_bytes() const noexcept { return std::size_t{64} << _params.log_size; }
-    std::size_t dbr_offset() const noexcept { return (buffer_bytes() + 4095) & ~std::size_t{4095}; }
     std::uint32_t _cqn = 0;
     cq_params _params;
     mapped_memory _memory;
+    doorbell_records* _records = nullptr;
+    doorbell_records::record _record;
 };
 
 // ---- queue pair, RC (mlx5_ifc.h; kernel hw/mlx5/qp.c) -------------------------------------------
@@ -178,10 +180,10 @@ struct qp_state_info {
 class qp {
 public:
     // One buffer: the RQ at offset 0, the SQ after it (kernel hw/mlx5/qp.c qp->sq.offset),
-    // page-rounded, then a page whose first 8 bytes are the doorbell record (DW0 receive, DW1
-    // send).
+    // page-rounded; and an 8-byte doorbell record (DW0 receive, DW1 send) from `records`, which
+    // outlives the QP (doorbell_records.hpp).
     static result<qp> create(command_queue& q, driver::function& fn, stranded_memory& stranded,
-                             const qp_params& params, deadline by);
+                             doorbell_records& records, const qp_params& params, deadline by);
     result<void> rst2init(command_queue& q, std::uint8_t port, std::uint16_t pkey_index, qp_access access,
                           deadline by);
     result<void> init2rtr(command_queue& q, const qp_rtr_params& p, deadline by);
@@ -196,8 +198,8 @@ public:
     const qp_params& params() const noexcept { return _params; }
     std::span<std::byte> receive_queue() const noexcept { return {_memory.data(), rq_bytes()}; }
     std::span<std::byte> send_queue() const noexcept { return {_memory.data() + rq_bytes(), sq_bytes()}; }
-    std::byte* doorbell_record() const noexcept { return _memory.data() + dbr_offset(); }
-    std::uint64_t doorbell_record_iova() const noexcept { return _memory.iova() + dbr_offset(); }
+    std::byte* doorbell_record() const noexcept { return _record.data; }
+    std::uint64_t doorbell_record_iova() const noexcept { return _record.iova; }
     std::uint64_t iova() const noexcept { return _memory.iova(); }
     bool alive() const noexcept { return _memory.mapped(); }
 
@@ -206,10 +208,11 @@ private:
         return std::size_t{1} << _params.log_rq_size << (_params.log_rq_stride + 4);
     }
     std::size_t sq_bytes() const noexcept { return std::size_t{64} << _params.log_sq_size; }
-    std::size_t dbr_offset() const noexcept { return (rq_bytes() + sq_bytes() + 4095) & ~std::size_t{4095}; }
     std::uint32_t _qpn = 0;
     qp_params _params;
     mapped_memory _memory;
+    doorbell_records* _records = nullptr;
+    doorbell_records::record _record;
 };
 
 // ---- memory key for a registered region (rdma-core mlx5_vfio.c mlx5_vfio_reg_mr) ----------------

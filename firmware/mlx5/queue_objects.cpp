@@ -52,8 +52,22 @@ std::vector<std::byte> with_pages(ifc::opcode op, const page_list& pages) {
 
 // After a create the firmware refused or may have taken: its memory is given back, or
 // stranded when the firmware may still name it.
+// The memory an object lends the device: its buffer and, for a CQ or QP, its doorbell record.
+struct lent {
+    mapped_memory& memory;
+    doorbell_records* records = nullptr;
+    doorbell_records::record* record = nullptr;
+
+    void let_go(driver::function& fn, stranded_memory& stranded, bool firmware_may_hold) {
+        memory.let_go(fn, stranded, firmware_may_hold);
+        if (record != nullptr && record->taken()) {
+            records->let_go(*record, firmware_may_hold);
+        }
+    }
+};
+
 template <class T>
-result<T> refused(error e, mapped_memory& memory, driver::function& fn, stranded_memory& stranded) {
+result<T> refused(error e, lent memory, driver::function& fn, stranded_memory& stranded) {
     memory.let_go(fn, stranded, detail::firmware_may_hold(e));
     return std::unexpected(std::move(e));
 }
@@ -61,8 +75,8 @@ result<T> refused(error e, mapped_memory& memory, driver::function& fn, stranded
 // DESTROY_EQ/CQ/QP: header and one number.
 template <class In, class Out>
 result<void> destroy_object(command_queue& q, driver::function& fn, stranded_memory& stranded, ifc::opcode op,
-                            abi::field number, std::uint32_t n, mapped_memory& memory, deadline by) {
-    if (!memory.mapped()) {
+                            abi::field number, std::uint32_t n, lent memory, deadline by) {
+    if (!memory.memory.mapped()) {
         throw std::invalid_argument("mlx5 " + std::string(ifc::to_string(op)) + ": the object is not alive");
     }
     std::vector<std::byte> in(In::size_bytes);
@@ -71,12 +85,27 @@ result<void> destroy_object(command_queue& q, driver::function& fn, stranded_mem
     auto out = q.exec<In, Out>(in, by);
     if (!out) {
         if (detail::firmware_may_hold(out.error())) {
-            memory.strand(stranded);  // gone for us; the memory never comes back
+            memory.let_go(fn, stranded, true);  // gone for us; the memory never comes back
         }
         return std::unexpected(std::move(out.error()));  // refused: the object stays as it was
     }
-    memory.release(fn);
+    memory.let_go(fn, stranded, false);
     return {};
+}
+
+// A CQ's or QP's buffer and record, taken before its CREATE; on a failure, neither is kept.
+result<std::pair<mapped_memory, doorbell_records::record>> take_memory(driver::function& fn, doorbell_records& records,
+                                                              std::size_t bytes, const char* what) {
+    auto memory = mapped_memory::create(fn, bytes, what);
+    if (!memory) {
+        return std::unexpected(transport_error(std::move(memory.error())));
+    }
+    auto record = records.take();
+    if (!record) {
+        memory->release(fn);
+        return std::unexpected(transport_error(std::string(what) + " doorbell record: " + record.error()));
+    }
+    return std::pair{std::move(*memory), *record};
 }
 
 }  // namespace
@@ -111,7 +140,7 @@ result<eq> eq::create(command_queue& q, driver::function& fn, stranded_memory& s
     }
     auto out = q.exec<In, ifc::create_eq_out>(in, by);
     if (!out) {
-        return refused<eq>(std::move(out.error()), *memory, fn, stranded);
+        return refused<eq>(std::move(out.error()), {*memory}, fn, stranded);
     }
     eq e;
     e._eqn = static_cast<std::uint32_t>(abi::get<ifc::create_eq_out::eq_number>(*out));
@@ -123,57 +152,60 @@ result<eq> eq::create(command_queue& q, driver::function& fn, stranded_memory& s
 
 result<void> eq::destroy(command_queue& q, driver::function& fn, stranded_memory& stranded, deadline by) {
     return destroy_object<ifc::destroy_eq_in, ifc::destroy_eq_out>(
-        q, fn, stranded, ifc::opcode::destroy_eq, ifc::destroy_eq_in::eq_number, _eqn, _memory, by);
+        q, fn, stranded, ifc::opcode::destroy_eq, ifc::destroy_eq_in::eq_number, _eqn, {_memory}, by);
 }
 
 // ---- CQ -------------------------------------------------------------------------------------
 
-result<cq> cq::create(command_queue& q, driver::function& fn, stranded_memory& stranded, const cq_params& params,
-                      deadline by) {
+result<cq> cq::create(command_queue& q, driver::function& fn, stranded_memory& stranded, doorbell_records& records,
+                      const cq_params& params, deadline by) {
     if (params.log_size > 24) {
         throw std::invalid_argument("mlx5 cq::create: log_size " + std::to_string(params.log_size) + " over 24");
     }
     cq c;
     c._params = params;
-    auto memory = mapped_memory::create(fn, c.dbr_offset() + 64, "CQ buffer");
-    if (!memory) {
-        return std::unexpected(transport_error(std::move(memory.error())));
+    auto taken = take_memory(fn, records, c.buffer_bytes(), "CQ buffer");
+    if (!taken) {
+        return std::unexpected(std::move(taken.error()));
     }
+    auto& [buffer, record] = *taken;
     // Every CQE's op_own (byte 0x3f) = 0xf0: opcode INVALID (15), owner 0 (kernel hw/mlx5/cq.c
     // init_cq_frag_buf, rdma-core cq.c; abi/mlx5/completion.hpp cqe_opcode::invalid).
     constexpr std::size_t op_own = 0x3f;
     for (std::size_t i = 0; i < (std::size_t{1} << params.log_size); ++i) {
-        memory->data()[64 * i + op_own] = std::byte{0xf0};
+        buffer.data()[64 * i + op_own] = std::byte{0xf0};
     }
     using In = ifc::create_cq_in;
     constexpr auto cqc = In::cq_context;
-    const page_list pages = pages_of(memory->iova(), c.buffer_bytes());
+    const page_list pages = pages_of(buffer.iova(), c.buffer_bytes());
     auto in = with_pages<In>(ifc::opcode::create_cq, pages);
     abi::set<cqc(ifc::cqc::cqe_sz)>(in, static_cast<std::uint8_t>(ifc::cqc_cqe_sz::bytes_64));
     abi::set<cqc(ifc::cqc::log_cq_size)>(in, params.log_size);
     abi::set<cqc(ifc::cqc::uar_page)>(in, params.uar);
     abi::set<cqc(ifc::cqc::c_eqn_or_apu_element)>(in, params.eqn);
     abi::set<cqc(ifc::cqc::log_page_size)>(in, pages.log_page_size);
-    abi::set<cqc(ifc::cqc::dbr_addr)>(in, memory->iova() + c.dbr_offset());
+    abi::set<cqc(ifc::cqc::dbr_addr)>(in, record.iova);
     auto out = q.exec<In, ifc::create_cq_out>(in, by);
     if (!out) {
-        return refused<cq>(std::move(out.error()), *memory, fn, stranded);
+        return refused<cq>(std::move(out.error()), {buffer, &records, &record}, fn, stranded);
     }
     c._cqn = static_cast<std::uint32_t>(abi::get<ifc::create_cq_out::cqn>(*out));
-    c._memory = std::move(*memory);
+    c._memory = std::move(buffer);
+    c._records = &records;
+    c._record = record;
     c._memory.name("CQ " + abi::hex(c._cqn) + " buffer");
     return c;
 }
 
 result<void> cq::destroy(command_queue& q, driver::function& fn, stranded_memory& stranded, deadline by) {
     return destroy_object<ifc::destroy_cq_in, ifc::destroy_cq_out>(q, fn, stranded, ifc::opcode::destroy_cq,
-                                                                   ifc::destroy_cq_in::cqn, _cqn, _memory, by);
+                                                                   ifc::destroy_cq_in::cqn, _cqn, {_memory, _records, &_record}, by);
 }
 
 // ---- QP -------------------------------------------------------------------------------------
 
-result<qp> qp::create(command_queue& q, driver::function& fn, stranded_memory& stranded, const qp_params& params,
-                      deadline by) {
+result<qp> qp::create(command_queue& q, driver::function& fn, stranded_memory& stranded, doorbell_records& records,
+                      const qp_params& params, deadline by) {
     if (params.log_sq_size > 24 || params.log_rq_size > 24 || params.log_rq_stride > 7) {
         throw std::invalid_argument("mlx5 qp::create: log_sq_size " + std::to_string(params.log_sq_size) +
                                     ", log_rq_size " + std::to_string(params.log_rq_size) + ", log_rq_stride " +
@@ -181,13 +213,14 @@ result<qp> qp::create(command_queue& q, driver::function& fn, stranded_memory& s
     }
     qp p;
     p._params = params;
-    auto memory = mapped_memory::create(fn, p.dbr_offset() + 64, "QP buffer");
-    if (!memory) {
-        return std::unexpected(transport_error(std::move(memory.error())));
+    auto taken = take_memory(fn, records, p.rq_bytes() + p.sq_bytes(), "QP buffer");
+    if (!taken) {
+        return std::unexpected(std::move(taken.error()));
     }
+    auto& [buffer, record] = *taken;
     using In = ifc::create_qp_in;
     constexpr auto qpc = In::qpc;
-    const page_list pages = pages_of(memory->iova(), p.rq_bytes() + p.sq_bytes());
+    const page_list pages = pages_of(buffer.iova(), p.rq_bytes() + p.sq_bytes());
     auto in = with_pages<In>(ifc::opcode::create_qp, pages);
     abi::set<qpc(ifc::qpc::st)>(in, static_cast<std::uint8_t>(ifc::qpc_st::rc));
     abi::set<qpc(ifc::qpc::pm_state)>(in, static_cast<std::uint8_t>(ifc::qpc_pm_state::migrated));
@@ -199,13 +232,15 @@ result<qp> qp::create(command_queue& q, driver::function& fn, stranded_memory& s
     abi::set<qpc(ifc::qpc::log_rq_size)>(in, params.log_rq_size);
     abi::set<qpc(ifc::qpc::log_rq_stride)>(in, params.log_rq_stride);
     abi::set<qpc(ifc::qpc::log_page_size)>(in, pages.log_page_size);
-    abi::set<qpc(ifc::qpc::dbr_addr)>(in, memory->iova() + p.dbr_offset());
+    abi::set<qpc(ifc::qpc::dbr_addr)>(in, record.iova);
     auto out = q.exec<In, ifc::create_qp_out>(in, by);
     if (!out) {
-        return refused<qp>(std::move(out.error()), *memory, fn, stranded);
+        return refused<qp>(std::move(out.error()), {buffer, &records, &record}, fn, stranded);
     }
     p._qpn = static_cast<std::uint32_t>(abi::get<ifc::create_qp_out::qpn>(*out));
-    p._memory = std::move(*memory);
+    p._memory = std::move(buffer);
+    p._records = &records;
+    p._record = record;
     p._memory.name("QP " + abi::hex(p._qpn) + " buffer");
     return p;
 }
@@ -344,7 +379,7 @@ result<qp_state_info> qp::query(command_queue& q, deadline by) const {
 
 result<void> qp::destroy(command_queue& q, driver::function& fn, stranded_memory& stranded, deadline by) {
     return destroy_object<ifc::destroy_qp_in, ifc::destroy_qp_out>(q, fn, stranded, ifc::opcode::destroy_qp,
-                                                                   ifc::destroy_qp_in::qpn, _qpn, _memory, by);
+                                                                   ifc::destroy_qp_in::qpn, _qpn, {_memory, _records, &_record}, by);
 }
 
 }  // namespace rig::firmware::mlx5

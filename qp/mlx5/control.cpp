@@ -70,8 +70,12 @@ result<std::unique_ptr<detail::control_plane>> control::open(driver::function& f
                                  std::move(events));
 }
 
-// The event thread (which calls into the NIC) ends with the hca, before the rest goes.
-control::~control() { _hca.reset(); }
+// The event thread (which calls into the NIC) ends with the hca, before the rest goes; the
+// doorbell record pages before it (a page the firmware may still write goes to its registry).
+control::~control() {
+    _records.reset();
+    _hca.reset();
+}
 
 result<void> control::start(std::string_view where, const nic_options& options, detail::family_events events) {
     auto up = fw::hca::bring_up(_fn, hca_options_of(options, std::move(events)));
@@ -85,6 +89,7 @@ result<void> control::start(std::string_view where, const nic_options& options, 
     }
     _mac = ::rig::abi::byte_array(_hca->mac());
     _gid = ::rig::abi::byte_array(_hca->gids().front().gid);
+    _records = std::make_unique<fw::doorbell_records>(_fn, stranded_registry());
     return nic_objects();
 }
 

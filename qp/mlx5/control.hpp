@@ -98,6 +98,7 @@ private:
     driver::function& _fn;
     std::chrono::milliseconds _command_timeout;
     std::unique_ptr<fw::hca> _hca;
+    std::unique_ptr<fw::doorbell_records> _records;  // every CQ's and QP's record, 64 a page
     driver::bar_mapping _bar0;
     std::optional<std::uint32_t> _uar;
     std::optional<std::uint32_t> _pd;

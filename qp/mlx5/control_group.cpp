@@ -65,7 +65,7 @@ result<void> control::make_group(detail::group_state& g) {
     }
     objects->eq = std::move(*eq);
     const auto log_cq = static_cast<std::uint8_t>(std::countr_zero(g.entries));
-    auto cq = fw::cq::create(commands(), _fn, stranded_registry(),
+    auto cq = fw::cq::create(commands(), _fn, stranded_registry(), *_records,
                              {.log_size = log_cq, .uar = *_uar, .eqn = objects->eq.eqn()}, by());
     if (!cq) {
         return give_back(cq.error());

@@ -71,12 +71,12 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const 
         return std::unexpected(std::move(out));
     };
     if (group == nullptr) {
-        auto scq = fw::cq::create(commands(), _fn, stranded_registry(), cp, by());
+        auto scq = fw::cq::create(commands(), _fn, stranded_registry(), *_records, cp, by());
         if (!scq) {
             return give_back(scq.error());
         }
         o.send_cq = std::move(*scq);
-        auto rcq = fw::cq::create(commands(), _fn, stranded_registry(), cp, by());
+        auto rcq = fw::cq::create(commands(), _fn, stranded_registry(), *_records, cp, by());
         if (!rcq) {
             return give_back(rcq.error());
         }
@@ -94,7 +94,7 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const 
                             // 32-byte receives: one data segment and the end-of-list segment,
                             // or the two a 2^31-byte message takes (abi write_receive)
                             .log_rq_stride = 1};
-    auto q = fw::qp::create(commands(), _fn, stranded_registry(), qpp, by());
+    auto q = fw::qp::create(commands(), _fn, stranded_registry(), *_records, qpp, by());
     if (!q) {
         return give_back(q.error());
     }

@@ -443,7 +443,7 @@ TEST_CASE("mlx5 data path: two CQs of one UAR armed between two passes both rais
     rig::sim::roce::wire w;
     function_side a(w);
     // a second CQ on the same UAR page: its arm doorbell shares UAR + 0x20 with a.cq's
-    fw::cq cq2 = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(),
+    fw::cq cq2 = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(), *a.records,
                                       {.log_size = 8, .uar = a.uar, .eqn = a.h->event_queue()->eqn()}, soon()));
     qpm::completion_queue cqq2(qpm::completion_queue_memory{cq2.entries(), {cq2.doorbell_record(), 8}, a.uar_page},
                                cq2.cqn());

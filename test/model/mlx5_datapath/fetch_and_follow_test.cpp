@@ -141,7 +141,7 @@ TEST_CASE("mlx5 data path: a CQ destroyed while its QP's WRITEs ran, made again 
     rig::sim::roce::wire w;
     function_side a(w, o), b(w);
     const fw::cq_params small{.log_size = 4, .uar = a.uar, .eqn = a.h->event_queue()->eqn()};
-    fw::cq x = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(), small, soon()));
+    fw::cq x = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(), *a.records, small, soon()));
     const std::uint32_t cqn = x.cqn();
     fill(a.at(0), region_bytes, 5);
     {
@@ -179,7 +179,7 @@ TEST_CASE("mlx5 data path: a CQ destroyed while its QP's WRITEs ran, made again 
     const fw::cq_params large{.log_size = 8, .uar = a.uar, .eqn = a.h->event_queue()->eqn()};
     fw::cq y;
     for (int tries = 0; tries < 8; ++tries) {
-        y = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(), large, soon()));
+        y = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(), *a.records, large, soon()));
         if (y.cqn() == cqn) {
             break;
         }

@@ -64,6 +64,7 @@ inline constexpr std::size_t region_bytes = 64 * 1024;
 struct function_side {
     rig::test::served_model m;
     std::unique_ptr<fw::hca> h;
+    std::unique_ptr<fw::doorbell_records> records;  // after h: gone before it
     std::atomic<int> comp_events{0};
     std::uint32_t pd = 0, uar = 0;
     std::byte* uar_page = nullptr;
@@ -79,6 +80,7 @@ struct function_side {
         fw::hca_options o;
         o.completion = [this](std::uint32_t) { ++comp_events; };
         h = value(fw::hca::bring_up(*m.f, o));
+        records = std::make_unique<fw::doorbell_records>(*m.f, h->stranded_registry());
         uar = value(fw::alloc_uar(q(), soon()));
         pd = value(fw::alloc_pd(q(), soon()));
         auto bar = m.f->map_bar(drv::region::bar0, drv::caching::uncached);
@@ -92,7 +94,7 @@ struct function_side {
         iova = *mapped;
         key = value(fw::create_mkey(q(), pd, iova, region_bytes,
                                     {.local_write = true, .remote_read = true, .remote_write = true}, soon()));
-        cq = value(fw::cq::create(q(), *m.f, h->stranded_registry(),
+        cq = value(fw::cq::create(q(), *m.f, h->stranded_registry(), *records,
                                   {.log_size = 8, .uar = uar, .eqn = h->event_queue()->eqn()}, soon()));
         cqq = std::make_unique<qpm::completion_queue>(
             qpm::completion_queue_memory{cq.entries(), {cq.doorbell_record(), 8}, uar_page}, cq.cqn());
@@ -154,7 +156,7 @@ struct queue_pair {
     // Both rings complete on `cqn`; 0: the side's own CQ (CQ numbers start at 1).
     explicit queue_pair(function_side& s, std::uint32_t cqn = 0) : side(s) {
         const std::uint32_t c = cqn != 0 ? cqn : s.cq.cqn();
-        qp = value(fw::qp::create(s.q(), *s.m.f, s.h->stranded_registry(),
+        qp = value(fw::qp::create(s.q(), *s.m.f, s.h->stranded_registry(), *s.records,
                                   {.pd = s.pd, .send_cq = c, .receive_cq = c, .uar = s.uar}, soon()));
         sq = std::make_unique<qpm::send_queue>(
             qpm::send_queue_memory{qp.send_queue(), {qp.doorbell_record(), 8},

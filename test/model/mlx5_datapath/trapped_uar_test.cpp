@@ -12,7 +12,7 @@ TEST_CASE("mlx5 data path: a CQ armed through its doorbell on the trapped UAR pa
     function_side a(w);
     const std::uint32_t trapped = a.h->uar();  // the hca's first UAR, its EQ's
     REQUIRE(a.m.fn.data_path() != nullptr);
-    fw::cq cq = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(),
+    fw::cq cq = value(fw::cq::create(a.q(), *a.m.f, a.h->stranded_registry(), *a.records,
                                      {.log_size = 8, .uar = trapped, .eqn = a.h->event_queue()->eqn()}, soon()));
     // rdma-core's arm sequence into a page of our own, then its 64-bit store sent to the card
     std::array<std::byte, 4096> page{};

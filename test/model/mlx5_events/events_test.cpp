@@ -84,6 +84,7 @@ struct nic {
     rig::test::served_model t;
     std::unique_ptr<fw::command_queue> q;
     fw::stranded_memory stranded;
+    fw::doorbell_records records{*t.f, stranded};
     std::unique_ptr<fw::page_supply> pages;
     std::uint32_t uar = 0;
     seen got;
@@ -369,7 +370,7 @@ TEST_CASE("mlx5 events: COMP events of a CQ on the EQ reach the completion handl
     p.log_size = 6;
     p.uar = n.uar;
     p.eqn = ev->eqn();
-    auto cq = fw::cq::create(*n.q, *n.t.f, n.stranded, p, in(1s));
+    auto cq = fw::cq::create(*n.q, *n.t.f, n.stranded, n.records, p, in(1s));
     require_ok(cq);
     REQUIRE(n.t.fn.post_completion(cq->cqn()));
     REQUIRE(n.t.fn.post_completion(cq->cqn()));

@@ -1,7 +1,9 @@
 // The driver's resource objects (firmware/mlx5/objects.hpp) against the served model: what
 // they send (read back from the model), what a refusal gives back, what a timeout strands.
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,6 +71,7 @@ struct nic {
     std::unique_ptr<fw::command_queue> q;
     drv::dma_memory pages;
     fw::stranded_memory stranded;
+    fw::doorbell_records records{*m.f, stranded};  // after stranded: gone before it
 
     explicit nic(model::function_options o = options()) : m(o) {
         auto created = fw::command_queue::create(*m.f);
@@ -136,18 +139,22 @@ TEST_CASE("mlx5 driver objects: EQ, CQ, QP and MKEY made, connected, read back a
     for (std::size_t i = 0; i < 128; ++i) {
         CHECK((std::to_integer<unsigned>(eq.entries()[64 * i + 63]) & 1) == 1);  // owner 1 before the device writes
     }
-    auto cq = value(fw::cq::create(*t.q, *t.m.f, t.stranded, {.log_size = 8, .uar = uar, .eqn = eq.eqn()}, soon()));
+    auto cq = value(fw::cq::create(*t.q, *t.m.f, t.stranded, t.records, {.log_size = 8, .uar = uar, .eqn = eq.eqn()}, soon()));
     for (std::size_t i = 0; i < 256; ++i) {
         CHECK(cq.entries()[64 * i + 63] == std::byte{0xf0});  // opcode INVALID, owner 0
     }
     CHECK(cq.doorbell_record_iova() % 8 == 0);
-    auto qp = value(fw::qp::create(*t.q, *t.m.f, t.stranded,
+    auto qp = value(fw::qp::create(*t.q, *t.m.f, t.stranded, t.records,
                                    {.pd = pd, .send_cq = cq.cqn(), .receive_cq = cq.cqn(), .uar = uar}, soon()));
     CHECK(qp.qpn() >= 0x100);
     CHECK(qp.send_queue().size() == 64 * 64);
     CHECK(qp.receive_queue().size() == 64 * 16);
     CHECK(t.m.fn.objects() == 5);  // UAR, PD, EQ, CQ, QP
-    CHECK(t.windows() == windows + 3);
+    CHECK(t.windows() == windows + 4);  // EQ, CQ and QP buffers and one page of doorbell records
+    // the CQ's and QP's records share that page, a cache line apart (doorbell_records.hpp)
+    CHECK(t.records.pages() == 1);
+    CHECK(t.records.in_use() == 2);
+    CHECK(qp.doorbell_record_iova() == cq.doorbell_record_iova() + 64);
 
     auto info = value(qp.query(*t.q, soon()));
     CHECK(info.state == ifc::qpc_state::rst);
@@ -204,7 +211,8 @@ TEST_CASE("mlx5 driver objects: EQ, CQ, QP and MKEY made, connected, read back a
     ok(eq.destroy(*t.q, *t.m.f, t.stranded, soon()));
     CHECK_FALSE(qp.alive());
     CHECK_THROWS_AS(qp.destroy(*t.q, *t.m.f, t.stranded, soon()), std::invalid_argument);
-    CHECK(t.windows() == windows);
+    CHECK(t.windows() == windows);  // the record page too: its last record was given back
+    CHECK(t.records.pages() == 0);
     ok(fw::dealloc_pd(*t.q, pd, soon()));
     ok(fw::dealloc_uar(*t.q, uar, soon()));
     CHECK(t.m.fn.objects() == 0);
@@ -216,7 +224,7 @@ TEST_CASE("mlx5 driver objects: a refusal gives back what it took and changes no
     const auto uar = value(fw::alloc_uar(*t.q, soon()));
     const auto pd = value(fw::alloc_pd(*t.q, soon()));
     auto eq = value(fw::eq::create(*t.q, *t.m.f, t.stranded, {.log_size = 6, .uar = uar}, soon()));
-    auto cq = value(fw::cq::create(*t.q, *t.m.f, t.stranded, {.log_size = 6, .uar = uar, .eqn = eq.eqn()}, soon()));
+    auto cq = value(fw::cq::create(*t.q, *t.m.f, t.stranded, t.records, {.log_size = 6, .uar = uar, .eqn = eq.eqn()}, soon()));
     const std::size_t windows = t.windows();
     const std::size_t objects = t.m.fn.objects();
 
@@ -224,20 +232,21 @@ TEST_CASE("mlx5 driver objects: a refusal gives back what it took and changes no
             opcode::create_eq, cmd_status::bad_param_err);
     refused(fw::eq::create(*t.q, *t.m.f, t.stranded, {.log_size = 6, .uar = uar + 7}, soon()), opcode::create_eq,
             cmd_status::bad_param_err);
-    refused(fw::cq::create(*t.q, *t.m.f, t.stranded, {.log_size = 6, .uar = uar, .eqn = eq.eqn() + 1}, soon()),
+    refused(fw::cq::create(*t.q, *t.m.f, t.stranded, t.records, {.log_size = 6, .uar = uar, .eqn = eq.eqn() + 1}, soon()),
             opcode::create_cq, cmd_status::bad_param_err);
-    refused(fw::qp::create(*t.q, *t.m.f, t.stranded,
+    refused(fw::qp::create(*t.q, *t.m.f, t.stranded, t.records,
                            {.pd = pd, .send_cq = cq.cqn() + 1, .receive_cq = cq.cqn(), .uar = uar}, soon()),
             opcode::create_qp, cmd_status::bad_param_err);
-    refused(fw::qp::create(*t.q, *t.m.f, t.stranded,
+    refused(fw::qp::create(*t.q, *t.m.f, t.stranded, t.records,
                            {.pd = pd + 1, .send_cq = cq.cqn(), .receive_cq = cq.cqn(), .uar = uar}, soon()),
             opcode::create_qp, cmd_status::bad_param_err);
     refused(fw::create_mkey(*t.q, pd + 1, 0x10000, 4096, {}, soon()), opcode::create_mkey, cmd_status::bad_param_err);
     CHECK(t.windows() == windows);  // every refused create unmapped its memory
+    CHECK(t.records.in_use() == 1);  // and gave its record back: the CQ's is the only one
     CHECK(t.m.fn.objects() == objects);
     CHECK(t.stranded.report().empty());
 
-    auto qp = value(fw::qp::create(*t.q, *t.m.f, t.stranded,
+    auto qp = value(fw::qp::create(*t.q, *t.m.f, t.stranded, t.records,
                                    {.pd = pd, .send_cq = cq.cqn(), .receive_cq = cq.cqn(), .uar = uar}, soon()));
     // RST -> RTR and INIT -> RTS are not transitions; the QP stays where it was
     refused(qp.init2rtr(*t.q, rtr_to(qp.qpn()), soon()), opcode::init2rtr_qp, cmd_status::bad_qp_state_err);
@@ -283,10 +292,68 @@ TEST_CASE("mlx5 driver objects: a command that times out strands the object's me
     CHECK(report[0].bytes == 4096);
     CHECK(t.windows() == windows);  // still mapped: the device may write it
 
-    auto c = fw::cq::create(*t.q, *t.m.f, t.stranded, {.log_size = 6, .uar = uar}, clk::now() + 10ms);
+    auto c = fw::cq::create(*t.q, *t.m.f, t.stranded, t.records, {.log_size = 6, .uar = uar}, clk::now() + 10ms);
     REQUIRE_FALSE(c.has_value());
     CHECK(c.error().kind == fw::error_kind::timeout);
     CHECK(t.stranded.report().size() == 2);
     CHECK(t.stranded.report()[1].what == "CQ buffer");
+    CHECK(t.windows() == windows + 2);  // its buffer and its record's page
+    CHECK(t.records.in_use() == 1);     // the record stranded: never handed out again
+}
+
+TEST_CASE("mlx5 doorbell records: 64 to a page, zeroed when handed out, pages unmapped when empty", "[model][mlx5]") {
+    nic t;
+    const std::size_t windows = t.windows();
+    std::vector<fw::doorbell_records::record> taken;
+    for (std::size_t i = 0; i < fw::doorbell_records::slots_per_page + 1; ++i) {
+        auto r = t.records.take();
+        REQUIRE(r.has_value());
+        taken.push_back(*r);
+    }
+    CHECK(t.records.pages() == 2);
+    CHECK(t.windows() == windows + 2);
+    for (std::size_t i = 1; i < fw::doorbell_records::slots_per_page; ++i) {
+        CHECK(taken[i].iova == taken[0].iova + 64 * i);  // one page, a cache line each
+        CHECK(taken[i].data == taken[0].data + 64 * i);
+    }
+    CHECK(taken[64].iova % 4096 == 0);
+
+    // a record given back and taken again comes back zeroed: a new QP's counters start at 0
+    std::memset(taken[5].data, 0xab, 8);
+    t.records.give_back(taken[5]);
+    CHECK_FALSE(taken[5].taken());
+    auto again = t.records.take();
+    REQUIRE(again.has_value());
+    CHECK(again->iova == taken[0].iova + 5 * 64);
+    CHECK(std::all_of(again->data, again->data + 64, [](std::byte b) { return b == std::byte{0}; }));
+    taken[5] = *again;
+
+    // misuse: a record this pool did not hand out (or already gave back) changes nothing
+    fw::doorbell_records::record foreign = taken[7];
+    t.records.give_back(taken[7]);
+    CHECK_THROWS_AS(t.records.give_back(foreign), std::invalid_argument);
+    CHECK_THROWS_AS(t.records.strand(foreign), std::invalid_argument);
+    CHECK(t.records.in_use() == 64);
+
+    // the second page goes when its one record comes back
+    t.records.give_back(taken[64]);
+    CHECK(t.records.pages() == 1);
     CHECK(t.windows() == windows + 1);
+    // a stranded record is never handed out again, and keeps its page mapped
+    const std::uint64_t first = taken[0].iova;
+    t.records.strand(taken[0]);
+    CHECK_FALSE(taken[0].taken());
+    for (std::size_t i = 1; i < 64; ++i) {
+        if (i != 7) {
+            t.records.give_back(taken[i]);
+        }
+    }
+    CHECK(t.records.in_use() == 1);
+    CHECK(t.records.pages() == 1);
+    CHECK(t.windows() == windows + 1);
+    auto next = t.records.take();
+    REQUIRE(next.has_value());
+    CHECK(next->iova == first + 64);  // slot 0 is stranded: the first free one is slot 1
+    t.records.give_back(*next);
+    CHECK(t.records.pages() == 1);  // slot 0 still holds its page
 }
