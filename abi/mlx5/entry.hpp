@@ -222,6 +222,15 @@ namespace detail {
     }
     const block w{s.p};
     w.raddr(1, r);
+    // one data segment, the common entry: straight-line stores (the zeroing below, with its
+    // start known only at run time, compiles to a loop; bench-post)
+    if (l.bytes != 0 && l.bytes != max_message) [[likely]] {
+        w.data(2, l);
+        w.ctrl(s.idx, opc, s.qpn, 3, signal, immediate);
+        w.put(6, 0);
+        w.put(7, 0);
+        return;
+    }
     const std::uint32_t segs = w.local_side(2, l);
     w.ctrl(s.idx, opc, s.qpn, 2 + segs, signal, immediate);
     w.zero(4 + 2 * segs);
@@ -234,6 +243,12 @@ namespace detail {
         refuse_entry(at, b.size(), qp, index, l.address, l.bytes, l.key, 0, 0, 0, true, max_message);
     }
     const block w{s.p};
+    if (l.bytes != 0 && l.bytes != max_message) [[likely]] {   // one data segment (rdma above)
+        w.data(1, l);
+        w.ctrl(s.idx, opc, s.qpn, 2, signal, immediate);
+        w.zero(4);
+        return;
+    }
     const std::uint32_t segs = w.local_side(1, l);
     w.ctrl(s.idx, opc, s.qpn, 1 + segs, signal, immediate);
     w.zero(2 + 2 * segs);
