@@ -4,6 +4,10 @@
 //    memory page standing in for the UAR, one entry per doorbell and 32 per doorbell;
 //  - the same entries through the public API (rig::queue_pair::post_write + ring): the misuse
 //    checks and the dispatch to the family's data path on top of the queue's own post;
+//  - one entry per doorbell with the 8-byte doorbell and with a BlueFlame copy of the whole
+//    64-byte entry (qp/mlx5/bfreg.hpp; rdma-core mlx5_bf_copy), alone on its bfreg and on a
+//    shared one (its lock): the CPU cost only. What BlueFlame buys, the NIC starting the entry
+//    without a DMA read of it, is a card's latency, which neither a memory page nor the model has;
 //  - per completion: polling synthesized CQEs (owner bit, barrier, decode; set_ci once per drain,
 //    the helper loop's once per CQE), and the whole
 //    way to the entry's result (CQ poll, send queue completion, ring take).
@@ -44,7 +48,9 @@ using rig::bench::ns;
 using rig::bench::page;
 
 namespace abi = rig::mlx5::abi;
+using rig::qp::mlx5::bfreg;
 using rig::qp::mlx5::completion_queue;
+using rig::qp::mlx5::copy_rule;
 using rig::qp::mlx5::send_queue;
 
 constexpr std::uint32_t ring_entries = 4096;
@@ -216,8 +222,19 @@ int main(int argc, char** argv) {
     std::byte* sq_ring = page(ring_entries * 64);
     std::byte* sq_dbr = page(64);
     std::byte* uar = page(4096);
-    send_queue sq({{sq_ring, ring_entries * 64}, {sq_dbr, 8}, uar + abi::uar::bf_offset, 256},
-                  rt_qpn);
+    bfreg sq_reg(uar + abi::uar::bf_offset, 256);
+    send_queue sq({{sq_ring, ring_entries * 64}, {sq_dbr, 8}, &sq_reg}, rt_qpn);
+    // ours with BlueFlame: one bfreg of the page alone, one shared by two queues (locked)
+    std::byte* bf_ring = page(ring_entries * 64);
+    std::byte* bf_dbr = page(64);
+    bfreg bf_reg(uar + abi::bfreg_offset(1, 9), 256, copy_rule::single_entries);
+    send_queue bf_sq({{bf_ring, ring_entries * 64}, {bf_dbr, 8}, &bf_reg}, rt_qpn);
+    std::byte* shared_ring = page(ring_entries * 64);
+    std::byte* shared_dbr = page(64);
+    bfreg shared_reg(uar + abi::bfreg_offset(2, 9), 256, copy_rule::single_entries);
+    shared_reg.add_user();
+    shared_reg.add_user();
+    send_queue shared_sq({{shared_ring, ring_entries * 64}, {shared_dbr, 8}, &shared_reg}, rt_qpn);
     // theirs
     std::byte* h_ring = page(ring_entries * 64);
     std::byte* h_dbr = page(64);
@@ -232,8 +249,9 @@ int main(int argc, char** argv) {
     std::byte* api_rcq = page(ring_entries * 64);
     std::byte* api_cq_dbr = page(64);
     rig::detail::qp_state api_state;
+    bfreg api_reg(uar + abi::uar::bf_offset, 256);
     auto& api_path = api_state.path.emplace<rig::qp::mlx5::data_path>(rig::qp::mlx5::data_path_memory{
-        .send = {{api_ring, ring_entries * 64}, {api_dbr, 8}, uar + abi::uar::bf_offset, 256},
+        .send = {{api_ring, ring_entries * 64}, {api_dbr, 8}, &api_reg},
         .receive = {{api_rq, ring_entries * 32}, 32, {api_dbr, 8}},
         .send_cq = {{api_scq, ring_entries * 64}, {api_cq_dbr, 8}, uar},
         .receive_cq = {{api_rcq, ring_entries * 64}, {api_cq_dbr + 8, 8}, uar},
@@ -252,6 +270,7 @@ int main(int argc, char** argv) {
     const rig::region api_region = rig::detail::bench_access::make_region(fake_nic, &api_region_state);
 
     std::vector<double> ours1, ours32, ours32b, theirs1, theirs32, api1, api32, batch1, batch32;
+    std::vector<double> bf1, shared1;
     bool same = false;
     for (int r = 0; r < reps; ++r) {   // interleaved: all see the same machine
         helper_post(h_ring, h_dbr, h_uar + 0x800, n, 1, h_next, theirs1);
@@ -267,6 +286,8 @@ int main(int argc, char** argv) {
         api_post(api_qp, api_sq, api_region, n, 32, api32);
         api_batch(api_qp, api_sq, api_region, n, 1, batch1);
         api_batch(api_qp, api_sq, api_region, n, 32, batch32);
+        rig_post(bf_sq, n, 1, bf1);
+        rig_post(shared_sq, n, 1, shared1);
     }
 
     std::printf("bench-post: 64-byte RDMA WRITE, encode + doorbell record + doorbell write to a "
@@ -285,6 +306,14 @@ int main(int argc, char** argv) {
     row("1 per doorbell, qp batch", median(batch1), median(theirs1));
     row("32 per doorbell, qp batch", median(batch32), median(theirs32));
     std::printf("  rings and doorbell records byte-identical: %s\n", same ? "yes" : "NO");
+    // BlueFlame: CPU cost per single-entry post, side by side with the 8-byte doorbell above
+    const auto bf_row = [&](const char* what, double v) {
+        std::printf("  %-28s rig %6.2f  8-byte doorbell %6.2f ns/entry  %.2fx  (CPU cost; the latency "
+                    "gain is a card's, not measurable here)\n",
+                    what, v, median(ours1), v / median(ours1));
+    };
+    bf_row("1 per doorbell, BlueFlame", median(bf1));
+    bf_row("1 per doorbell, BF shared", median(shared1));
 
     // ---- polling ------------------------------------------------------------------------
     std::byte* cq_ring = page(ring_entries * 64);
@@ -327,7 +356,7 @@ int main(int argc, char** argv) {
     std::printf("  %-28s rig %6.2f ns/completion (CQ poll + send queue + result taken)\n",
                 "poll to the entry's result", median(poll_full));
     std::printf("  (checksum %llu)\n", static_cast<unsigned long long>(sink));
-    for (std::byte* p : {api_ring, api_dbr, api_rq, api_scq, api_rcq, api_cq_dbr, sq_ring, sq_dbr, uar, h_ring, h_dbr, h_uar, cq_ring, cq_dbr, h_cq, h_cq_dbr}) {
+    for (std::byte* p : {api_ring, api_dbr, api_rq, api_scq, api_rcq, api_cq_dbr, sq_ring, sq_dbr, uar, h_ring, h_dbr, h_uar, cq_ring, cq_dbr, h_cq, h_cq_dbr, bf_ring, bf_dbr, shared_ring, shared_dbr}) {
         std::free(p);
     }
     return same ? 0 : 1;

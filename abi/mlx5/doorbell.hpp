@@ -7,7 +7,9 @@
 //  1. entries written in the send ring;
 //  2. the QP doorbell record's send counter = producer count in 64-byte blocks (16 bits);
 //  3. the entry's first 8 bytes (ctrl opmod_idx_opcode + qpn_ds) written as one 64-bit store
-//     to the UAR's BlueFlame register, alternating between its two halves.
+//     to the UAR's BlueFlame register, alternating between its two halves; or, for a doorbell
+//     of a single WQE, the whole WQE copied there (BlueFlame: rdma-core qp.c mlx5_bf_copy), its
+//     first 8 bytes being the same ctrl bytes.
 // A receive is posted by steps 1 and 2 only (the receive counter); it has no MMIO doorbell.
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +60,18 @@ inline constexpr std::size_t bfregs_per_uar = 4;             // MLX5_BFREGS_PER_
 inline constexpr std::size_t bfreg_offset(std::size_t k, std::uint32_t log_bf_reg_size) noexcept {
     return uar::bf_offset + k * (std::size_t{1} << log_bf_reg_size);
 }
+// One of the two buffers of a bfreg (rdma-core mlx5.c: bfs[i].buf_size = bf_reg_size / 2; qp.c
+// post_send_db: bf->offset ^= bf->buf_size after every doorbell).
+inline constexpr std::size_t bfreg_half(std::uint32_t log_bf_reg_size) noexcept {
+    return (std::size_t{1} << log_bf_reg_size) / 2;
+}
+// The four bfregs lie in the page's upper half: 2^log_bf_reg_size at most 512 bytes
+// (0x800 + 4 * 512 = 4096), and a half holds at least one copied 64-byte block.
+inline constexpr std::uint32_t min_log_bf_reg_size = 7;
+inline constexpr std::uint32_t max_log_bf_reg_size = 9;
+// A BlueFlame copy goes to the register in blocks of 64 bytes, each as 8 ascending 64-bit stores
+// (rdma-core qp.c mlx5_bf_copy over util/mmio.h mmio_memcpy_x64); a WQE basic block is one block.
+inline constexpr std::size_t bf_copy_block = 64;
 
 // CQ arm (kernel include/linux/mlx5/cq.h mlx5_cq_arm): the record word, and the 64-bit UAR value
 // whose first (lower-addressed) dword is the record word and second the CQ number, both big-endian.

@@ -131,6 +131,7 @@ result<hca_caps> negotiate_capabilities(command_queue& q, bool init_link_down, c
     c.cqe_version = u8(g(cap::cqe_version));
     c.uar_sz = u8(g(cap::uar_sz));
     c.log_bf_reg_size = u8(g(cap::log_bf_reg_size));
+    c.bf = g(cap::bf) != 0;
     c.max_wqe_sz_sq = u16(g(cap::max_wqe_sz_sq));
     c.max_wqe_sz_rq = u16(g(cap::max_wqe_sz_rq));
     c.force_teardown = g(cap::force_teardown) != 0;

@@ -31,6 +31,7 @@ struct hca_caps {
     std::uint16_t gid_table_size = 0;
     std::uint8_t cqe_version = 0;
     std::uint8_t uar_sz = 0, log_bf_reg_size = 0;
+    bool bf = false;  // BlueFlame registers (the kernel's mlx5_wc_support_get requires it)
     std::uint16_t max_wqe_sz_sq = 0, max_wqe_sz_rq = 0;
     bool force_teardown = false, fast_teardown = false;
     bool cmdif_checksum = false;  // CUR cmdif_checksum ENABLED: command signatures are checked

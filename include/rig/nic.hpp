@@ -51,6 +51,14 @@ struct nic_access;
 class control_plane;
 }  // namespace detail
 
+/// When a doorbell also copies the entry it announces into the NIC's doorbell page
+/// (nic_options::copy_to_doorbell; docs/guide.md, "Doorbell copy").
+enum class doorbell_copy : std::uint8_t {
+    never,            ///< the doorbell alone: the NIC reads every entry from host memory
+    inline_entries,   ///< a doorbell of one new entry that carries its data inline (post_write_inline)
+    single_entries,   ///< a doorbell of any one new entry (the default)
+};
+
 /// How nic::open brings a NIC up, and where its events go.
 struct nic_options {
     open_options open;   ///< how the PCI function is reached (rig/open_options.hpp)
@@ -100,6 +108,15 @@ struct nic_options {
     /// MSI-X vectors kept for completion groups' event queues (one each; vector 0 is the NIC's
     /// own), capped by what the function offers: at most this many groups at once.
     std::uint32_t completion_vectors = 8;
+    /// A send ring's doorbell that announces exactly one new entry also copies that entry into
+    /// the NIC's doorbell page, so the NIC can start it without first reading it from host
+    /// memory: on a card, less latency for a lone post, for a few more CPU stores per doorbell.
+    /// Several entries per doorbell are never copied. mlx5: BlueFlame (rdma-core's mlx5_bf_copy;
+    /// its default, prefer_bf, is single_entries), done only where the NIC offers it
+    /// (cmd_hca_cap.bf) and its doorbell page is mapped write-combining or is the model's memory
+    /// (kernel VFIO maps BARs uncached: there the doorbell alone is written, whatever is asked).
+    /// bnxt: ignored (Thor's push path for small entries is not implemented).
+    doorbell_copy copy_to_doorbell = doorbell_copy::single_entries;
 };
 
 /// One NIC function: its regions, queue pairs and completion groups (rig/nic.hpp).

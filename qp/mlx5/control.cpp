@@ -110,11 +110,43 @@ result<void> control::nic_objects() {
         return std::unexpected(plain_error(error_kind::os, "nic::open: UAR page " + std::to_string(*_uar) +
                                                                " is not in a mapped area of BAR0"));
     }
+    if (auto r = make_bfregs(); !r) {
+        return r;
+    }
     auto pd = fw::alloc_pd(commands(), by());
     if (!pd) {
         return std::unexpected(detail::named("nic::open", refused(pd.error())));
     }
     _pd = *pd;
+    return {};
+}
+
+// The UAR page's four bfregs (rdma-core mlx5.c mlx5_init_context: bfs[i].reg = UAR +
+// MLX5_BF_OFFSET + i * bf_reg_size, buf_size = bf_reg_size / 2). They copy entries (BlueFlame) only
+// where the NIC has BlueFlame and the page is mapped write-combining: the kernel tells rdma-core
+// bf_reg_size 0, so no copy, unless cmd_hca_cap.bf is set and its write-combining test passed
+// (hw/mlx5/main.c set_ucontext_resp, core/wc.c mlx5_wc_support_get), and rdma-core never copies
+// to a bfreg of a UAR it mapped uncached (verbs.c: nc_mode gives buf_size 0). Kernel VFIO maps
+// BARs uncached: eight uncached stores would cost more than the one they replace. The model's
+// page is ordinary shared memory, which takes a copy as a write-combining page would.
+result<void> control::make_bfregs() {
+    const fw::hca_caps& caps = _hca->caps();
+    const std::uint32_t log_bf = caps.log_bf_reg_size;
+    if (log_bf < mabi::min_log_bf_reg_size || log_bf > mabi::max_log_bf_reg_size) {
+        return std::unexpected(plain_error(error_kind::firmware, "nic::open: log_bf_reg_size " + std::to_string(log_bf) +
+                                                                     ": four bfregs do not fit the UAR page's upper half"));
+    }
+    const bool can_copy = caps.bf && _bar0.mode != driver::caching::uncached;
+    copy_rule rule = copy_rule::never;
+    if (can_copy && _copy == doorbell_copy::inline_entries) {
+        rule = copy_rule::inline_entries;
+    } else if (can_copy && _copy == doorbell_copy::single_entries) {
+        rule = copy_rule::single_entries;
+    }
+    std::byte* const uar = uar_page();
+    for (std::size_t k = 0; k < mabi::uar::bfregs_per_uar; ++k) {
+        _bfregs.push_back(std::make_unique<bfreg>(uar + mabi::bfreg_offset(k, log_bf), mabi::bfreg_half(log_bf), rule));
+    }
     return {};
 }
 

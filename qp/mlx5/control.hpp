@@ -21,6 +21,7 @@
 #include "firmware/mlx5/objects.hpp"
 #include "qp/control.hpp"
 #include "qp/group_state.hpp"
+#include "qp/mlx5/bfreg.hpp"
 
 namespace rig::qp::mlx5 {
 
@@ -79,9 +80,11 @@ private:
                                                                                 std::string_view,
                                                                                 const nic_options&,
                                                                                 detail::family_events);
-    control(driver::function& fn, const nic_options& options) : _fn(fn), _command_timeout(options.command_timeout) {}
+    control(driver::function& fn, const nic_options& options)
+        : _fn(fn), _command_timeout(options.command_timeout), _copy(options.copy_to_doorbell) {}
     result<void> start(std::string_view where, const nic_options& options, detail::family_events events);
-    result<void> nic_objects();  // BAR0 mapped, UAR, PD
+    result<void> nic_objects();  // BAR0 mapped, UAR and its bfregs, PD
+    result<void> make_bfregs();
     // The refusal as the API's error, after note(): nothing more is sent after a timeout.
     error refused(const fw::error& e);
     void note(const fw::error& e);
@@ -105,6 +108,10 @@ private:
     std::array<std::byte, 6> _mac{};
     std::array<std::byte, 16> _gid{};
     std::uint32_t _next_bfreg = 0;
+    // The UAR's bfregs, each shared by the queue pairs given it (set_data_path); kept as long as
+    // the control plane, which outlives every queue pair (nic_state destroys them first).
+    doorbell_copy _copy;
+    std::vector<std::unique_ptr<bfreg>> _bfregs;
 };
 
 }  // namespace rig::qp::mlx5

@@ -109,17 +109,17 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const 
 
 std::byte* control::uar_page() const { return _bar0.base + std::uint64_t{*_uar} * mabi::uar_page_size; }
 
-// The data path over the objects' memory. BlueFlame registers: bfreg k of the UAR page, two
-// halves of bf_reg_size / 2 used in turn (rdma-core mlx5 bf->buf_size); queue pairs take the
-// four bfregs of the page in turn. A group's queue pair gets the group's CQ as both of its CQs:
-// the group polls it (rig/group.hpp), the queue pair's own poll is refused.
+// The data path over the objects' memory. Queue pairs take the four bfregs of the UAR page in
+// turn (make_bfregs), so from the fifth one on they share them: the bfreg keeps the half to
+// use next and locks when shared (qp/mlx5/bfreg.hpp). A group's queue pair gets the group's CQ
+// as both of its CQs: the group polls it (rig/group.hpp), the queue pair's own poll is refused.
 void control::set_data_path(detail::qp_state& s, const qp_objects& o, const fw::cq& send_cq, const fw::cq& receive_cq) {
     std::byte* const uar = uar_page();
-    const std::uint32_t log_bf = _hca->caps().log_bf_reg_size;
-    const std::size_t k = _next_bfreg++ % mabi::uar::bfregs_per_uar;
+    bfreg& bf = *_bfregs[_next_bfreg++ % _bfregs.size()];
+    bf.add_user();
     const std::span<std::byte> qp_record(o.qp.doorbell_record(), mabi::qp_dbr::size);
     s.path.emplace<data_path>(data_path_memory{
-        .send = {o.qp.send_queue(), qp_record, uar + mabi::bfreg_offset(k, log_bf), (std::size_t{1} << log_bf) / 2},
+        .send = {o.qp.send_queue(), qp_record, &bf},
         .receive = {o.qp.receive_queue(), std::size_t{16} << o.qp.params().log_rq_stride, qp_record},
         .send_cq = {send_cq.entries(), {send_cq.doorbell_record(), 8}, uar},
         .receive_cq = {receive_cq.entries(), {receive_cq.doorbell_record(), 8}, uar},

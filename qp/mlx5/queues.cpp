@@ -4,7 +4,9 @@
 
 #include <bit>
 #include <string>
+#include <thread>
 
+#include "qp/mlx5/bfreg.hpp"
 #include "qp/mlx5/completion_queue.hpp"
 #include "qp/mlx5/receive_queue.hpp"
 #include "qp/mlx5/send_queue.hpp"
@@ -47,20 +49,47 @@ constexpr std::size_t max_queue_slots = std::size_t{1} << 15;
 
 }  // namespace
 
+// ---- BlueFlame register ------------------------------------------------------------------
+
+bfreg::bfreg(std::byte* reg, std::size_t half, copy_rule rule) : reg_(reg), half_(half), rule_(rule) {
+    check_aligned(reg, 8, "BlueFlame register");
+    if (half == 0 || half % 8 != 0) {
+        refuse("BlueFlame register: half of " + std::to_string(half) + " bytes (a multiple of 8 needed)");
+    }
+    if (rule != copy_rule::never && half < abi::bf_copy_block) {
+        refuse("BlueFlame register: half of " + std::to_string(half) + " bytes holds no " +
+               std::to_string(abi::bf_copy_block) + "-byte copy");
+    }
+}
+
+void bfreg::take() noexcept {
+    constexpr int spins_before_yield = 128;
+    while (held_.exchange(true, std::memory_order_acquire)) {
+        for (int n = 0; held_.load(std::memory_order_relaxed); ++n) {
+            if (n < spins_before_yield) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                asm volatile("yield" ::: "memory");
+#endif
+            } else {
+                std::this_thread::yield();
+            }
+        }
+    }
+}
+
 // ---- send queue ---------------------------------------------------------------------------
 
 send_queue::send_queue(send_queue_memory m, std::uint32_t qpn)
     : ring_(m.ring),
       mask_(slots_of(m.ring, abi::entry_size, max_queue_slots, "send queue ring") - 1),
       record_(record_of(m.doorbell_record, "send queue") + abi::qp_dbr::send_counter),
-      blueflame_(m.blueflame),
-      blueflame_half_(m.blueflame_half),
+      bf_(m.doorbell),
       qpn_(qpn),
       entries_(static_cast<std::uint32_t>(mask_ + 1), static_cast<std::uint32_t>(mask_ + 1)) {
-    check_aligned(m.blueflame, 8, "send queue BlueFlame register");
-    if (m.blueflame_half == 0 || m.blueflame_half % 8 != 0) {
-        refuse("send queue: BlueFlame half of " + std::to_string(m.blueflame_half) +
-               " bytes (a multiple of 8 needed)");
+    if (m.doorbell == nullptr) {
+        refuse("send queue: no BlueFlame register");
     }
     if (qpn > static_cast<std::uint32_t>(abi::max_qp)) {
         refuse("send queue: qpn " + ::rig::abi::hex(qpn) + " over 24 bits");

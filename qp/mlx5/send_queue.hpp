@@ -7,12 +7,13 @@
 //   bits in the ctrl segment (abi/mlx5/entry.hpp writes the bytes). Every Rig entry is one
 //   block, so the producer count in blocks is the entry number.
 // Ringing (one function, `ring`, rdma-core post_send_db):
-//   to_device barrier; record word MLX5_SND_DBR (+4) = be32(producer & 0xffff); mmio_start;
-//   the last posted entry's first 8 bytes (ctrl opmod_idx_opcode + qpn_ds) as one 64-bit write
-//   to the BlueFlame register; mmio_flush; next time the other half of the bfreg (offset ^= half).
+//   to_device barrier; record word MLX5_SND_DBR (+4) = be32(producer & 0xffff); then the bfreg's
+//   doorbell (qp/mlx5/bfreg.hpp: its lock when shared, mmio_start, the last posted entry's first
+//   8 bytes (ctrl opmod_idx_opcode + qpn_ds) as one 64-bit write, or the whole entry when the
+//   doorbell announces that one entry alone and the bfreg copies (BlueFlame), mmio_flush, the
+//   bfreg's other half next time).
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -21,6 +22,7 @@
 #include "abi/mlx5/completion.hpp"
 #include "abi/mlx5/doorbell.hpp"
 #include "abi/mlx5/entry.hpp"
+#include "qp/mlx5/bfreg.hpp"
 #include "qp/mlx5/device_words.hpp"
 #include "qp/ring.hpp"
 
@@ -33,8 +35,8 @@ namespace barrier = ::rig::abi::barrier;
 struct send_queue_memory {
     std::span<std::byte> ring;             // the SQ: 2^n 64-byte blocks, 64-byte aligned
     std::span<std::byte> doorbell_record;  // the QP's 8-byte record (receive +0, send +4)
-    std::byte* blueflame = nullptr;        // UAR page + bfreg offset (abi::bfreg_offset)
-    std::size_t blueflame_half = 0;        // bf_reg_size / 2: the two halves are used in turn
+    bfreg* doorbell = nullptr;             // the bfreg it rings through (shared with other QPs),
+                                           // which outlives the queue
 };
 
 class send_queue {
@@ -43,7 +45,7 @@ public:
     struct no_label {};
 
     // Throws std::invalid_argument for a ring that is not 2^n (1..32768) blocks, a record shorter
-    // than 8 bytes or misaligned, or a missing/misaligned register, or qpn over 24 bits.
+    // than 8 bytes or misaligned, or no bfreg, or qpn over 24 bits.
     send_queue(send_queue_memory m, std::uint32_t qpn);
 
     std::uint32_t room() const noexcept { return entries_.room(); }
@@ -69,6 +71,7 @@ public:
         abi::write(ring_, static_cast<std::size_t>(k & mask_) * abi::entry_size, qpn_,
                    static_cast<std::int64_t>(k & 0xffff), o, signal);
         entries_.push_checked(k, length(o));
+        last_inline_ = std::is_same_v<Op, abi::write_inline_op>;   // bfreg::copies
         return k;
     }
 
@@ -103,11 +106,15 @@ public:
             }
         }
         entries_.commit(first + n);
+        last_inline_ = false;
         return first;
     }
 
     // The doorbell: tells the NIC about every entry posted since the last call. The only
-    // function that writes this queue's doorbell record word or its BlueFlame register.
+    // function that writes this queue's doorbell record word or rings its bfreg. One new entry
+    // (nreq == 1 in rdma-core; every Rig entry is one 64-byte block, which fits a bfreg half) is
+    // copied in whole when the bfreg copies entries of its kind (bfreg::copies); the NIC still
+    // finds every entry in the ring, where it was written first.
     void ring() noexcept {
         const std::uint64_t p = entries_.posted();
         if (p == rung_) {
@@ -115,12 +122,8 @@ public:
         }
         barrier::to_device();   // entries before the record: the NIC may read them once it moves
         store_record(record_, abi::qp_dbr_counter(static_cast<std::uint32_t>(p)));
-        barrier::mmio_start();  // the record before the doorbell (rdma-core: mmio_wc_start)
-        std::uint64_t first8;
-        std::memcpy(&first8, ring_.data() + ((p - 1) & mask_) * abi::entry_size, 8);
-        store_register(blueflame_ + blueflame_offset_, first8);
-        barrier::mmio_flush();  // out of the write-combining buffer now
-        blueflame_offset_ ^= blueflame_half_;
+        const bool copy = p - rung_ == 1 && bf_->copies(last_inline_);
+        bf_->ring(ring_.data() + ((p - 1) & mask_) * abi::entry_size, copy);
         rung_ = p;
     }
 
@@ -138,7 +141,7 @@ public:
     // The oldest entry's result once it has one (qp/ring.hpp take).
     std::optional<entry_result> poll() noexcept { return entries_.take(); }
 
-    std::size_t blueflame_offset() const noexcept { return blueflame_offset_; }
+    const bfreg& doorbell() const noexcept { return *bf_; }
 
 private:
     static std::uint32_t length(const abi::write_op& o) noexcept { return len(o.src.bytes); }
@@ -154,11 +157,10 @@ private:
     std::span<std::byte> ring_;
     std::uint64_t mask_;
     std::byte* record_;             // the send counter word (record + 4)
-    std::byte* blueflame_;
-    std::size_t blueflame_half_;
-    std::size_t blueflame_offset_ = 0;
+    bfreg* bf_;
     std::int64_t qpn_;
     std::uint64_t rung_ = 0;        // producer count the NIC was last told
+    bool last_inline_ = false;      // the last entry posted carries its data inline
     qp::ring entries_;
 };
 

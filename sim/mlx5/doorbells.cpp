@@ -64,6 +64,11 @@ void datapath::find_send_counters() {
 // BlueFlame registers: a write on a page has every QP of that page whose send counter moved
 // since the last look read it (polling sees only the last write to a register, which may be
 // another QP's). A counter that did not move posted nothing: its QP is not touched.
+// A BlueFlame copy (the whole WQE written to the half, rdma-core qp.c mlx5_bf_copy) starts with
+// the same 8 ctrl bytes as an 8-byte doorbell, so it is seen the same way; the WQE is still
+// fetched from the SQ in host memory, where the driver wrote it before copying it (rdma-core
+// builds it in the SQ buffer and mlx5_bf_copy copies from there): the same bytes either way.
+// The copy's other bytes are left in the page.
 bool datapath::poll_uar_pages() {
     bool seen = false;
     std::byte* bar = _fn._bar0.data();

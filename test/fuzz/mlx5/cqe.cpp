@@ -69,7 +69,7 @@ struct queue_pair {
     queue_pair(std::uint32_t log_sq, std::uint32_t log_rq, std::uint32_t log_scq, std::uint32_t log_rcq)
         : sq_ring(abi::entry_size << log_sq), rq_ring(std::size_t{32} << log_rq),
           scq_ring(abi::cqe_size << log_scq), rcq_ring(abi::cqe_size << log_rcq), qp_record(8), scq_record(8),
-          rcq_record(8), uar(4096), dp(memory()), scq_dev{scq_ring.span(), log_scq}, rcq_dev{rcq_ring.span(), log_rcq} {}
+          rcq_record(8), uar(4096), bf(uar.p + 0x800, 256), dp(memory()), scq_dev{scq_ring.span(), log_scq}, rcq_dev{rcq_ring.span(), log_rcq} {}
 
     rig::qp::mlx5::data_path_memory memory() {
         for (exact_bytes* cq : {&scq_ring, &rcq_ring}) {
@@ -77,7 +77,7 @@ struct queue_pair {
                 cq->p[at] = invalid_op_own;
             }
         }
-        return {.send = {sq_ring.span(), qp_record.span(), uar.p + 0x800, 256},
+        return {.send = {sq_ring.span(), qp_record.span(), &bf},
                 .receive = {rq_ring.span(), 32, qp_record.span()},
                 .send_cq = {scq_ring.span(), scq_record.span(), uar.p},
                 .receive_cq = {rcq_ring.span(), rcq_record.span(), uar.p},
@@ -87,6 +87,7 @@ struct queue_pair {
     }
 
     exact_bytes sq_ring, rq_ring, scq_ring, rcq_ring, qp_record, scq_record, rcq_record, uar;
+    rig::qp::mlx5::bfreg bf;
     rig::qp::mlx5::data_path dp;
     cq_device scq_dev, rcq_dev;
     ring_shadow send, receive;

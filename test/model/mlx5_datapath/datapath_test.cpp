@@ -379,7 +379,7 @@ TEST_CASE("mlx5 data path: a failed QP taken to reset and connected again runs a
     ok(qa.qp.to_reset(a.q(), soon()));
     ok(qb.qp.to_reset(b.q(), soon()));
     qa.sq = std::make_unique<qpm::send_queue>(
-        qpm::send_queue_memory{qa.qp.send_queue(), {qa.qp.doorbell_record(), 8}, a.uar_page + abi::bfreg_offset(0, 9), 256},
+        qpm::send_queue_memory{qa.qp.send_queue(), {qa.qp.doorbell_record(), 8}, qa.doorbell},
         qa.qp.qpn());
     std::memset(qa.qp.doorbell_record(), 0, 8);  // rdma-core clears the record at 2RST
     connect(a, qa, b, qb, 0x500, 0x600);

@@ -19,6 +19,7 @@
 #include "driver/dma_memory.hpp"
 #include "firmware/mlx5/hca.hpp"
 #include "firmware/mlx5/objects.hpp"
+#include "qp/mlx5/bfreg.hpp"
 #include "qp/mlx5/completion_queue.hpp"
 #include "qp/mlx5/receive_queue.hpp"
 #include "qp/mlx5/send_queue.hpp"
@@ -142,6 +143,8 @@ struct function_side {
 
 struct queue_pair {
     function_side& side;
+    std::unique_ptr<qpm::bfreg> own_bfreg;   // bfreg 0 of the side's UAR, 8-byte doorbells
+    qpm::bfreg* doorbell = nullptr;          // own_bfreg, or the caller's (shared, copying)
     fw::qp qp;
     std::unique_ptr<qpm::send_queue> sq;
     std::unique_ptr<qpm::receive_queue> rq;
@@ -153,15 +156,20 @@ struct queue_pair {
     }
     queue_pair(const queue_pair&) = delete;
     queue_pair& operator=(const queue_pair&) = delete;
-    // Both rings complete on `cqn`; 0: the side's own CQ (CQ numbers start at 1).
-    explicit queue_pair(function_side& s, std::uint32_t cqn = 0) : side(s) {
+    // Both rings complete on `cqn`; 0: the side's own CQ (CQ numbers start at 1). It rings
+    // through `bf` (which must outlive it), else through bfreg 0 of its own, copying nothing.
+    explicit queue_pair(function_side& s, std::uint32_t cqn = 0, qpm::bfreg* bf = nullptr) : side(s) {
         const std::uint32_t c = cqn != 0 ? cqn : s.cq.cqn();
+        if (bf == nullptr) {
+            own_bfreg = std::make_unique<qpm::bfreg>(s.uar_page + abi::bfreg_offset(0, 9), abi::bfreg_half(9));
+            bf = own_bfreg.get();
+        }
+        doorbell = bf;
+        doorbell->add_user();
         qp = value(fw::qp::create(s.q(), *s.m.f, s.h->stranded_registry(), *s.records,
                                   {.pd = s.pd, .send_cq = c, .receive_cq = c, .uar = s.uar}, soon()));
         sq = std::make_unique<qpm::send_queue>(
-            qpm::send_queue_memory{qp.send_queue(), {qp.doorbell_record(), 8},
-                                   s.uar_page + abi::bfreg_offset(0, 9), 256},
-            qp.qpn());
+            qpm::send_queue_memory{qp.send_queue(), {qp.doorbell_record(), 8}, doorbell}, qp.qpn());
         rq = std::make_unique<qpm::receive_queue>(
             qpm::receive_queue_memory{qp.receive_queue(), std::size_t{16} << qp.params().log_rq_stride,
                                       {qp.doorbell_record(), 8}});

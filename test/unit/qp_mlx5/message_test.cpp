@@ -40,7 +40,8 @@ abi::completion cqe(abi::cqe_opcode op, std::uint16_t counter, std::uint32_t byt
 TEST_CASE("send queue: a 2^31-byte WRITE, READ and SEND are one entry each, two data segments, and "
           "complete with 2^31; 2^31 + 1 is refused and changes nothing") {
     aligned_bytes ring(64 * 64), record(8), uar(4096);
-    rig::qp::mlx5::send_queue sq({ring.span(), record.span(), uar.data() + 0x800, 256}, 9);
+    rig::qp::mlx5::bfreg reg(uar.data() + 0x800, 256);
+    rig::qp::mlx5::send_queue sq({ring.span(), record.span(), &reg}, 9);
     const abi::local l{0x7f0000200000, two31, 0x1234};
     const abi::remote r{0x7f0000001000, 0xabcdef};
     sq.post(abi::write_op{l, r}, true);

@@ -38,9 +38,10 @@ abi::completion cqe(abi::cqe_opcode op, std::uint16_t counter, std::uint8_t synd
 }
 
 struct send_fixture {
-    send_fixture() : sq_ring(64 * 64), record(8), uar(4096),
-                     sq({sq_ring.span(), record.span(), uar.data() + 0x800, 256}, 9) {}
+    send_fixture() : sq_ring(64 * 64), record(8), uar(4096), reg(uar.data() + 0x800, 256),
+                     sq({sq_ring.span(), record.span(), &reg}, 9) {}
     aligned_bytes sq_ring, record, uar;
+    rig::qp::mlx5::bfreg reg;
     rig::qp::mlx5::send_queue sq;
     void post(std::int64_t bytes, bool signal) {
         sq.post(abi::write_op{{0x1000, bytes, 1}, {0x2000, 2}}, signal);

@@ -22,10 +22,11 @@ constexpr std::size_t bf = abi::uar::bf_offset;   // bfreg 0 of the UAR page
 constexpr std::size_t half = 256;                 // log_bf_reg_size 9: two 256-byte halves
 
 struct fixture {
-    explicit fixture(std::size_t slots)
+    explicit fixture(std::size_t slots, rig::qp::mlx5::copy_rule rule = rig::qp::mlx5::copy_rule::never)
         : ring(slots * abi::entry_size, std::byte{0xee}), record(8), uar(abi::uar_page_size),
-          sq({ring.span(), record.span(), uar.data() + bf, half}, qpn) {}
+          bfr(uar.data() + bf, half, rule), sq({ring.span(), record.span(), &bfr}, qpn) {}
     aligned_bytes ring, record, uar;
+    rig::qp::mlx5::bfreg bfr;
     send_queue sq;
 
     std::span<const std::byte> entry(std::uint64_t k) const {
@@ -135,7 +136,7 @@ TEST_CASE("send queue: ring() writes the record then the last entry's 8 bytes, h
     }
     const std::array<std::byte, 8> none{};
     CHECK(f.reg(0) == none);   // posting alone rings nothing
-    CHECK(f.sq.blueflame_offset() == 0);
+    CHECK(f.sq.doorbell().offset() == 0);
     f.sq.ring();
     // record: be32(3)
     const std::array<std::byte, 4> be3{std::byte{0}, std::byte{0}, std::byte{0}, std::byte{3}};
@@ -143,12 +144,12 @@ TEST_CASE("send queue: ring() writes the record then the last entry's 8 bytes, h
     CHECK(rig::abi::load_be<std::uint32_t>(f.record.data()) == 0);   // receive word untouched
     CHECK(same(f.reg(0), f.entry(2).first(8)));
     CHECK(f.reg(half) == none);
-    CHECK(f.sq.blueflame_offset() == half);
+    CHECK(f.sq.doorbell().offset() == half);
 
     // a ring() with nothing new writes nothing
     f.sq.ring();
     CHECK(f.reg(half) == none);
-    CHECK(f.sq.blueflame_offset() == half);
+    CHECK(f.sq.doorbell().offset() == half);
 
     // the next batch goes to the other half, then back to the first
     f.sq.post(write_of(3), true);
@@ -159,7 +160,7 @@ TEST_CASE("send queue: ring() writes the record then the last entry's 8 bytes, h
     f.sq.post(write_of(5), true);
     f.sq.ring();
     CHECK(same(f.reg(0), f.entry(5).first(8)));
-    CHECK(f.sq.blueflame_offset() == half);   // three doorbells: first, second, first half
+    CHECK(f.sq.doorbell().offset() == half);   // three doorbells: first, second, first half
     CHECK(f.send_counter() == 6);
     // ctrl bytes as the NIC reads them: index 5, RDMA WRITE, qpn, ds 3
     CHECK(rig::abi::load_be<std::uint32_t>(f.reg(0).data()) == ((5u << 8) | 0x08));
@@ -203,15 +204,23 @@ TEST_CASE("send queue: an entry abi refuses changes neither ring nor counts") {
 
 TEST_CASE("send queue: memory that does not fit is refused at construction") {
     aligned_bytes ring(48 * 64), record(8), uar(4096);
-    CHECK_THROWS_AS(send_queue({ring.span(), record.span(), uar.data() + bf, half}, qpn),
+    rig::qp::mlx5::bfreg reg(uar.data() + bf, half);
+    CHECK_THROWS_AS(send_queue({ring.span(), record.span(), &reg}, qpn),
                     std::invalid_argument);   // 48 slots: not a power of two
     aligned_bytes ring64(64 * 64);
-    CHECK_THROWS_AS(send_queue({ring64.span(), record.span().first(4), uar.data() + bf, half}, qpn),
+    CHECK_THROWS_AS(send_queue({ring64.span(), record.span().first(4), &reg}, qpn),
                     std::invalid_argument);   // record too short
-    CHECK_THROWS_AS(send_queue({ring64.span(), record.span(), nullptr, half}, qpn),
+    CHECK_THROWS_AS(send_queue({ring64.span(), record.span(), nullptr}, qpn),
                     std::invalid_argument);   // no register
-    CHECK_THROWS_AS(send_queue({ring64.span(), record.span(), uar.data() + bf, half}, 1u << 24),
+    CHECK_THROWS_AS(send_queue({ring64.span(), record.span(), &reg}, 1u << 24),
                     std::invalid_argument);   // qpn over 24 bits
+    using rig::qp::mlx5::bfreg;
+    using rig::qp::mlx5::copy_rule;
+    CHECK_THROWS_AS(bfreg(nullptr, half), std::invalid_argument);                 // no register
+    CHECK_THROWS_AS(bfreg(uar.data() + bf + 4, half), std::invalid_argument);     // misaligned
+    CHECK_THROWS_AS(bfreg(uar.data() + bf, 12), std::invalid_argument);           // half not 8k
+    CHECK_THROWS_AS(bfreg(uar.data() + bf, 32, copy_rule::single_entries),
+                    std::invalid_argument);   // a half that holds no 64-byte copy
 }
 
 TEST_CASE("send queue: post_batch writes what post does, counts once; refused batches post nothing") {
