@@ -403,6 +403,13 @@ struct words {
         static_assert(D.off % 8 + D.bytes <= 8, "a field that crosses a 64-bit word");
         w[(base + D.off) / 8] |= ((v << D.shift) & D.bits()) << (8 * (D.off % 8));
     }
+    // the entry's one scatter element (sq_sge: RQ entries use the same layout) at byte `at`
+    template <const field_desc& Va, const field_desc& Key, const field_desc& Size>
+    [[gnu::always_inline]] void element(std::size_t at, const local& l) noexcept {
+        put<Va>(at, static_cast<std::uint64_t>(l.address));
+        put<Key>(at, static_cast<std::uint64_t>(l.key));
+        put<Size>(at, static_cast<std::uint64_t>(l.bytes));
+    }
     [[gnu::always_inline]] void store(std::byte* to) const noexcept {
         for (std::size_t i = 0; i < Words; ++i) {
             rig::abi::store_le<std::uint64_t>(to + 8 * i, w[i]);
@@ -438,10 +445,7 @@ static_assert(wqe_imm_f.off == field_of<sq_send_hdr>("inv_key_or_imm_data").off)
         e.put<wqe_va_f>(0, remote_va);
         e.put<wqe_key_f>(0, remote_key);
     }
-    constexpr std::size_t sge = sq_rdma_hdr::layout_size;
-    e.put<sge_va_f>(sge, static_cast<std::uint64_t>(l.address));
-    e.put<sge_key_f>(sge, static_cast<std::uint64_t>(l.key));
-    e.put<sge_size_f>(sge, static_cast<std::uint64_t>(l.bytes));
+    e.element<sge_va_f, sge_key_f, sge_size_f>(sq_rdma_hdr::layout_size, l);
     e.store(wqe);
 }
 
@@ -451,10 +455,7 @@ static_assert(wqe_imm_f.off == field_of<sq_send_hdr>("inv_key_or_imm_data").off)
     e.put<rq_type_f>(0, RQ_WQE_HDR_WQE_TYPE_RCV);
     e.put<rq_size_f>(0, 3);
     e.put<rq_id_f>(0, wr_id);
-    constexpr std::size_t sge = rq_wqe_hdr::layout_size;
-    e.put<sge_va_f>(sge, static_cast<std::uint64_t>(l.address));
-    e.put<sge_key_f>(sge, static_cast<std::uint64_t>(l.key));
-    e.put<sge_size_f>(sge, static_cast<std::uint64_t>(l.bytes));
+    e.element<sge_va_f, sge_key_f, sge_size_f>(rq_wqe_hdr::layout_size, l);
     e.store(wqe);
 }
 
