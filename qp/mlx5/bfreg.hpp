@@ -23,6 +23,8 @@
 // unlocked at that moment; the second one rings only after make_qp returned, which waited for
 // the firmware's CREATE_QP (and a connect waits for three more commands), so in practice the
 // unlocked ring has ended; the offset is an atomic so that even then no access is a data race.
+// rdma-core keeps bfreg 0 of its first UAR for BlueFlame-less, lock-free use (buf_size 0: it
+// never toggles); Rig uses the four alike, the lock covering the shared ones.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -66,11 +68,6 @@ public:
     std::size_t half() const noexcept { return half_; }
     copy_rule rule() const noexcept { return rule_; }
 
-    // Whether a doorbell of one new entry (inline or not) copies it.
-    bool copies(bool inline_entry) const noexcept {
-        return rule_ == copy_rule::single_entries || (rule_ == copy_rule::inline_entries && inline_entry);
-    }
-
     // The lock a shared bfreg's rings take (Lockable): for whoever must keep rings out a while.
     void lock() noexcept { take(); }
     void unlock() noexcept { held_.store(false, std::memory_order_release); }
@@ -104,6 +101,7 @@ private:
     // x86-64 builds use, is eight mmio_write64_be). Volatile stores are neither merged nor reordered
     // by the compiler; the write-combining buffer merges them into one burst.
     [[gnu::always_inline]] static void copy_block(std::byte* to, const std::byte* from) noexcept {
+#pragma GCC unroll 8   // eight stores in a row, as mmio_memcpy_x64 writes them (g++ -O2 kept a loop)
         for (std::size_t i = 0; i < abi::bf_copy_block; i += 8) {
             std::uint64_t v;
             std::memcpy(&v, from + i, 8);

@@ -71,7 +71,6 @@ public:
         abi::write(ring_, static_cast<std::size_t>(k & mask_) * abi::entry_size, qpn_,
                    static_cast<std::int64_t>(k & 0xffff), o, signal);
         entries_.push_checked(k, length(o));
-        last_inline_ = std::is_same_v<Op, abi::write_inline_op>;   // bfreg::copies
         return k;
     }
 
@@ -106,7 +105,6 @@ public:
             }
         }
         entries_.commit(first + n);
-        last_inline_ = false;
         return first;
     }
 
@@ -122,8 +120,8 @@ public:
         }
         barrier::to_device();   // entries before the record: the NIC may read them once it moves
         store_record(record_, abi::qp_dbr_counter(static_cast<std::uint32_t>(p)));
-        const bool copy = p - rung_ == 1 && bf_->copies(last_inline_);
-        bf_->ring(ring_.data() + ((p - 1) & mask_) * abi::entry_size, copy);
+        const std::byte* const last = ring_.data() + ((p - 1) & mask_) * abi::entry_size;
+        bf_->ring(last, p - rung_ == 1 && copies(last));
         rung_ = p;
     }
 
@@ -154,13 +152,27 @@ private:
     }
     static std::uint32_t len(std::int64_t n) noexcept { return static_cast<std::uint32_t>(n); }
 
+    // Whether a doorbell of this one entry copies it (bfreg::rule). Inline-ness is read from the
+    // entry, and only under copy_rule::inline_entries (a flag kept per post cost the post path a
+    // store, bench-post): Rig's only inline entry is the inline WRITE, an RDMA WRITE whose segment
+    // after ctrl + raddr has MLX5_INLINE_SEG in its byte count, which a WRITE's data segment
+    // never has (lengths under 2^31: abi/mlx5/entry.hpp).
+    bool copies(const std::byte* entry) const noexcept {
+        const copy_rule r = bf_->rule();
+        if (r != copy_rule::inline_entries) {
+            return r == copy_rule::single_entries;
+        }
+        constexpr std::size_t inline_segment = 32;   // ctrl 16 + raddr 16
+        return entry[3] == static_cast<std::byte>(abi::send_opcode::rdma_write) &&
+               (::rig::abi::load_be<std::uint32_t>(entry + inline_segment) & abi::inline_seg_flag) != 0;
+    }
+
     std::span<std::byte> ring_;
     std::uint64_t mask_;
     std::byte* record_;             // the send counter word (record + 4)
     bfreg* bf_;
     std::int64_t qpn_;
     std::uint64_t rung_ = 0;        // producer count the NIC was last told
-    bool last_inline_ = false;      // the last entry posted carries its data inline
     qp::ring entries_;
 };
 
