@@ -79,6 +79,12 @@ void bfreg::take() noexcept {
     }
 }
 
+void bfreg::ring_shared(const std::byte* entry, bool copy) noexcept {
+    lock();
+    ring_alone(entry, copy);
+    unlock();
+}
+
 // ---- send queue ---------------------------------------------------------------------------
 
 send_queue::send_queue(send_queue_memory m, std::uint32_t qpn)

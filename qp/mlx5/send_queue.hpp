@@ -121,8 +121,9 @@ public:
         barrier::to_device();   // entries before the record: the NIC may read them once it moves
         store_record(record_, abi::qp_dbr_counter(static_cast<std::uint32_t>(p)));
         const std::byte* const last = ring_.data() + ((p - 1) & mask_) * abi::entry_size;
-        bf_->ring(last, p - rung_ == 1 && copies(last));
-        rung_ = p;
+        const bool one = p - rung_ == 1;
+        rung_ = p;   // before the bfreg's ring: nothing of this queue is live across it
+        bf_->ring(last, one && copies(last));
     }
 
     // A completion whose QPN is this queue pair's and that belongs to its send side: REQ (the
