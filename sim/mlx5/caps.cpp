@@ -86,7 +86,7 @@ page firmware::general_max() const {
     const std::uint64_t uar_area = std::bit_ceil(std::uint64_t{_options.first_uar_page} + _options.uar_pages);
     abi::set<cap::uar_sz>(b, log2_within(uar_area, 6));
     abi::set<cap::bf>(b, 1);               // BlueFlame copies taken (doorbells.cpp)
-    abi::set<cap::log_bf_reg_size>(b, 9);  // 512-byte BlueFlame registers (UAR + 0x800)
+    abi::set<cap::log_bf_reg_size>(b, log_bf_reg_size);  // 512-byte BlueFlame registers (UAR + 0x800)
     abi::set<cap::max_wqe_sz_sq>(b, 1024);
     abi::set<cap::max_wqe_sz_rq>(b, 512);
     abi::set<cap::force_teardown>(b, 1);    // TEARDOWN_HCA profile 1 is implemented, 2 is not

@@ -22,10 +22,7 @@ namespace {
 namespace db = rig::mlx5::abi;
 using rig::abi::load_be;
 
-// cmd_hca_cap.log_bf_reg_size is 9 (caps.cpp): 512-byte bfregs of two 256-byte halves (rdma-core
-// mlx5.h, qp.c)
-constexpr std::uint32_t log_bf_reg_size = 9;
-constexpr std::size_t bf_half = std::size_t{1} << (log_bf_reg_size - 1);
+constexpr std::size_t bf_half = db::bfreg_half(log_bf_reg_size);   // function_model.hpp
 
 // A doorbell register's value, taken: 0 when nothing was written since the last take. A plain
 // load first: most registers were not written since the last look, and a locked exchange on

@@ -95,6 +95,9 @@ class datapath;  // sim/mlx5/datapath.hpp
 inline constexpr std::uint16_t mellanox_vendor_id = ::rig::abi::pci::connectx6dx.vendor;
 inline constexpr std::uint16_t connectx6dx_device_id = ::rig::abi::pci::connectx6dx.device;
 inline constexpr std::size_t uar_page_bytes = ::rig::mlx5::abi::uar_page_size;
+// cmd_hca_cap.log_bf_reg_size: 512-byte bfregs of two 256-byte halves (rdma-core mlx5.h, qp.c);
+// caps.cpp advertises it, doorbells.cpp polls the halves it makes
+inline constexpr std::uint32_t log_bf_reg_size = 9;
 inline constexpr std::size_t msix_cap_offset = 0x40;  // in config space
 inline constexpr std::size_t express_cap_offset = 0x60;
 inline constexpr std::size_t vsc_cap_offset = 0xc0;
