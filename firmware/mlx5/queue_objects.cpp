@@ -50,8 +50,6 @@ std::vector<std::byte> with_pages(ifc::opcode op, const page_list& pages) {
     return in;
 }
 
-// After a create the firmware refused or may have taken: its memory is given back, or
-// stranded when the firmware may still name it.
 // The memory an object lends the device: its buffer and, for a CQ or QP, its doorbell record.
 struct lent {
     mapped_memory& memory;
@@ -66,6 +64,8 @@ struct lent {
     }
 };
 
+// After a create the firmware refused or may have taken: its memory is given back, or
+// stranded when the firmware may still name it.
 template <class T>
 result<T> refused(error e, lent memory, driver::function& fn, stranded_memory& stranded) {
     memory.let_go(fn, stranded, detail::firmware_may_hold(e));

@@ -32,6 +32,7 @@
 
 #include "abi/barriers.hpp"
 #include "abi/mlx5/doorbell.hpp"
+#include "abi/spin_lock.hpp"
 #include "qp/mlx5/device_words.hpp"
 
 namespace rig::qp::mlx5 {
@@ -69,8 +70,8 @@ public:
     copy_rule rule() const noexcept { return rule_; }
 
     // The lock a shared bfreg's rings take (Lockable): for whoever must keep rings out a while.
-    void lock() noexcept { take(); }
-    void unlock() noexcept { held_.store(false, std::memory_order_release); }
+    void lock() noexcept { lock_.lock(); }
+    void unlock() noexcept { lock_.unlock(); }
 
     // The doorbell, after the record word was stored: `entry` is the last posted entry's 64-byte
     // block in the ring (8-byte aligned); `copy`: the whole block, else its first 8 bytes. A shared
@@ -112,15 +113,14 @@ private:
             store_register(to + i, v);
         }
     }
-    // Spins (pause hint, then yielding: a holder preempted on a 2-core host gets its CPU back, as
-    // sim/roce/spin_lock.hpp does): rdma-core's pthread spinlock (mlx5_spinlock).
-    void take() noexcept;
 
     std::byte* reg_;
     std::size_t half_;
     copy_rule rule_;
     std::atomic<bool> shared_{false};
-    std::atomic<bool> held_{false};
+    // spins with the pause hint, then yields (a holder preempted on a 2-core host gets its CPU
+    // back): rdma-core's pthread spinlock (mlx5_spinlock)
+    ::rig::abi::spin_lock lock_;
     std::atomic<std::size_t> offset_{0};
     std::atomic<std::uint32_t> users_{0};
 };

@@ -4,7 +4,6 @@
 
 #include <bit>
 #include <string>
-#include <thread>
 
 #include "qp/mlx5/bfreg.hpp"
 #include "qp/mlx5/completion_queue.hpp"
@@ -59,23 +58,6 @@ bfreg::bfreg(std::byte* reg, std::size_t half, copy_rule rule) : reg_(reg), half
     if (rule != copy_rule::never && half < abi::bf_copy_block) {
         refuse("BlueFlame register: half of " + std::to_string(half) + " bytes holds no " +
                std::to_string(abi::bf_copy_block) + "-byte copy");
-    }
-}
-
-void bfreg::take() noexcept {
-    constexpr int spins_before_yield = 128;
-    while (held_.exchange(true, std::memory_order_acquire)) {
-        for (int n = 0; held_.load(std::memory_order_relaxed); ++n) {
-            if (n < spins_before_yield) {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#elif defined(__aarch64__)
-                asm volatile("yield" ::: "memory");
-#endif
-            } else {
-                std::this_thread::yield();
-            }
-        }
     }
 }
 

@@ -1,4 +1,4 @@
-// sim/roce spin_lock and shared_spin_lock (the wire's locks): mutual exclusion under contention
+// abi/spin_lock.hpp spin_lock and shared_spin_lock (the wire's locks, a shared mlx5 bfreg's): mutual exclusion under contention
 // by more threads than cores (waiters must yield to a preempted holder), and readers that never
 // see a writer's half-done update.
 #include <catch2/catch.hpp>
