@@ -18,7 +18,10 @@
 //
 // Entry numbers are the unmasked producer count (64 bits: they never wrap); slot = number & mask.
 // Hot path (push, complete_through, take): no allocation, no exception but for misuse, no log.
+#include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <expected>
 #include <optional>
 #include <stdexcept>
@@ -55,6 +58,9 @@ struct entry_label {
     bool has_immediate = false;
 };
 static_assert(sizeof(entry_label) == 16, "a label stays two words: one store pair per post");
+static_assert(offsetof(entry_label, tag) == 0 && offsetof(entry_label, immediate) == 8 &&
+                  offsetof(entry_label, has_immediate) < 16,
+              "ring::set_label writes the tag and then the rest as one 8-byte word");
 
 class ring {
 public:
@@ -110,7 +116,7 @@ public:
 
     // Entry k's tag, operation and whether its success is handed out (k posted, or being posted).
     void label(std::uint64_t k, std::uint64_t tag, rig::operation op, bool signaled = true) noexcept {
-        labels_[k & mask_] = {tag, 0, op, signaled, false};
+        set_label(labels_[k & mask_], tag, op, signaled);
     }
     // Receive entry k (posted, without a result yet) was consumed by a message with immediate
     // data `imm`; `by`: receive for a SEND, write_imm for a WRITE with immediate.
@@ -137,14 +143,15 @@ public:
     }
     std::uint32_t* slot_lengths() noexcept { return bytes_.data(); }
     entry_label* slot_labels() noexcept { return labels_.data(); }
-    // A batch post's label of one slot, field by field: a label built whole and copied went
-    // through the stack, one store-forwarding stall per entry (bench-post's "qp batch" rows).
+    // A post's label of one slot: the tag, then immediate 0, op, signaled and has_immediate false
+    // composed in a register as the label's second word, two stores in all. A label built whole
+    // and copied went through the stack, one store-forwarding stall per entry, and field by field
+    // g++ kept five stores (bench-post's "qp batch" rows). The spare last byte is stored as 0.
     static void set_label(entry_label& l, std::uint64_t tag, rig::operation op, bool signaled) noexcept {
         l.tag = tag;
-        l.immediate = 0;
-        l.op = op;
-        l.signaled = signaled;
-        l.has_immediate = false;
+        const std::uint64_t rest = label_byte(offsetof(entry_label, op), static_cast<std::uint8_t>(op)) |
+                                   label_byte(offsetof(entry_label, signaled), signaled ? 1 : 0);
+        std::memcpy(reinterpret_cast<std::byte*>(&l) + label_rest, &rest, sizeof rest);
     }
     std::uint32_t mask() const noexcept { return mask_; }
     void commit(std::uint64_t next) noexcept { posted_ = next; }
@@ -248,6 +255,13 @@ public:
     }
 
 private:
+    // The label's second word (set_label): `v` as the byte at `offset` of the label.
+    static constexpr std::size_t label_rest = 8;
+    static constexpr std::uint64_t label_byte(std::size_t offset, std::uint64_t v) noexcept {
+        const std::size_t at = offset - label_rest;
+        return v << (8 * (std::endian::native == std::endian::little ? at : 7 - at));
+    }
+
     [[noreturn, gnu::cold]] void refuse_batch(std::uint32_t n) const {
         throw std::invalid_argument("ring full: a batch of " + std::to_string(n) + " entries, room for " +
                                     std::to_string(room()) + " more of " + std::to_string(capacity_));
