@@ -73,8 +73,8 @@ public:
             static_cast<std::uint32_t>(b.size()),
             [&](std::uint32_t i) { return abi::write_op{local(base + b[i].at, b[i].n, key), remote(b[i].to)}; },
             [&](std::uint32_t i) { return b[i].sig == rig::signaled::yes; },
-            [&](std::uint32_t i, qp::entry_label& l) {
-                qp::ring::set_label(l, b[i].tag, rig::operation::write, b[i].sig == rig::signaled::yes);
+            [&](std::uint32_t i, bool signaled, qp::entry_label& l) {
+                qp::ring::set_label(l, b[i].tag, rig::operation::write, signaled);
             });
     }
     void post_write_inline(std::span<const std::byte> bytes, const rig::remote& to, std::uint64_t tag,

@@ -81,8 +81,9 @@ public:
     // every entry (bench-post: 32 per doorbell). Misuse (no room for n, a value abi refuses)
     // throws std::invalid_argument and posts nothing: the counts stay, and the slots written
     // for the batch's earlier entries are free slots the NIC does not read.
-    // `label(i, slot)`, if given, writes entry i's label (qp/ring.hpp) into its slot, in the same
-    // loop.
+    // `label(i, signaled, slot)`, if given, writes entry i's label (qp/ring.hpp) into its slot, in
+    // the same loop; `signaled` is signal(i), asked once (after the entry's byte stores the
+    // compiler would read and test the caller's flag again).
     template <class Make, class Signal, class Label = no_label>
     [[gnu::always_inline, gnu::flatten]] std::uint64_t post_batch(std::uint32_t n, Make&& make, Signal&& signal,
                                                                   Label&& label = {}) {
@@ -96,10 +97,11 @@ public:
         for (std::uint32_t i = 0; i < n; ++i) {
             const std::uint64_t k = first + i;
             const auto o = make(i);
-            abi::write(block(ring, k, mask), 0, qpn, static_cast<std::int64_t>(k & 0xffff), o, signal(i));
+            const bool s = signal(i);
+            abi::write(block(ring, k, mask), 0, qpn, static_cast<std::int64_t>(k & 0xffff), o, s);
             lengths[k & mask] = length(o);
             if constexpr (!std::is_same_v<std::remove_cvref_t<Label>, no_label>) {
-                label(i, labels[k & mask]);
+                label(i, s, labels[k & mask]);
             }
         }
         entries_.commit(first + n);
