@@ -138,7 +138,7 @@ constexpr flag table[] = {
     {"flows", arg, 0, opt::none, "raw Ethernet flows"},
     {"flows_burst", arg, 0, opt::none, "raw Ethernet flows"},
     {"reply_every", arg, 0, opt::none, "latency reply frequency"},
-    {"perform_warm_up", no_arg, 0, opt::none, "warm-up before the bandwidth test"},
+    {"perform_warm_up", no_arg, 0, opt::perform_warm_up, {}},
     {"vlan_en", no_arg, 0, opt::none, "raw Ethernet VLAN"},
     {"vlan_pcp", arg, 0, opt::none, "raw Ethernet VLAN priority"},
     {"recv_post_list", arg, 0, opt::none, "chain n receives per post"},

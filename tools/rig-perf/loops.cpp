@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <span>
+#include <stdexcept>
 #include <thread>
 
+#include "tools/rig-perf/options.hpp"
 #include "tools/rig-perf/stats.hpp"
 
 namespace rig::perf {
@@ -107,18 +109,19 @@ void post(test_kind k, lane& l, const loop_settings& s) {
     }
 }
 
-// The oldest send completion, spinning until it comes: Ok, or why not.
-std::expected<void, std::string> take_send(lane& l, const loop_settings& s) {
+// The oldest send-side completion, spinning until it comes: Ok, or why not, named as `what`
+// ("read" for a READ's, as the bandwidth loop names them).
+std::expected<void, std::string> take_send(lane& l, const loop_settings& s, const std::string& what = "send") {
     watchdog w(s.stall);
     while (true) {
         if (auto c = l.qp->poll(rig::side::send)) {
             if (!*c) {
-                return std::unexpected("send completion: " + c->error().message);
+                return std::unexpected(what + " completion: " + c->error().message);
             }
             return {};
         }
         if (w.stalled()) {
-            return std::unexpected(stall_message("send completion", s.stall));
+            return std::unexpected(stall_message((what + " completion").c_str(), s.stall));
         }
     }
 }
@@ -185,6 +188,26 @@ std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>&
         return bandwidth_for(s.size, nc, now_ns() - start);
     }
     return bandwidth(s.size, posted, completed, s.tx_depth);
+}
+
+std::expected<void, std::string> warm_up(test_kind k, std::vector<lane>& lanes, const loop_settings& s) {
+    if (k != test_kind::write_bw && k != test_kind::read_bw) {
+        throw std::invalid_argument("warm_up: " + std::string(test_name(k)) + ": write_bw and read_bw only (a SEND "
+                                    "would take a receive the peer counts; a latency test has none)");
+    }
+    for (lane& l : lanes) {
+        const std::uint32_t n = std::min(s.tx_depth, l.qp->room(rig::side::send));
+        for (std::uint32_t i = 0; i < n; ++i) {
+            post(k, l, s);
+        }
+        l.qp->ring(rig::side::send);
+        for (std::uint32_t i = 0; i < n; ++i) {
+            if (auto t = take_send(l, s, k == test_kind::read_bw ? "read" : "send"); !t) {
+                return std::unexpected("warm-up: " + t.error());
+            }
+        }
+    }
+    return {};
 }
 
 void post_receives(lane& l, const loop_settings& s) {

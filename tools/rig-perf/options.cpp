@@ -172,6 +172,7 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
             break;
         }
         case opt::cpu_freq: o.ignore_cpu_freq = true; break;
+        case opt::perform_warm_up: o.perform_warm_up = true; break;
         case opt::report_gbits: o.report_gbits = true; break;
         case opt::out_json:
             if (!o.json_path) {
@@ -308,6 +309,8 @@ std::string usage() {
            "  -m, --mtu=<mtu>           path MTU offered, 256 .. 4096 (the NIC's); both sides use the smaller\n"
            "  -F, --CPU-freq            accepted: rig-perf times with the monotonic clock, not cycles\n"
            "      --report_gbits        BW in Gb/s (10^9 bit) instead of MiB/s\n"
+           "      --perform_warm_up     warm up (-t entries per queue pair, untimed) before every\n"
+           "                            size of write_bw and read_bw; without it, before the first\n"
            "      --out_json            write perftest's JSON report to perftest_out.json\n"
            "      --out_json_file=<f>   ...to f\n"
            "  -h, --help                this text\n"

@@ -53,6 +53,8 @@ struct options {
     bool report_gbits = false;           // --report_gbits
     std::optional<std::string> json_path;  // --out_json / --out_json_file
     bool ignore_cpu_freq = false;        // -F
+    bool perform_warm_up = false;        // --perform_warm_up: a warm-up before every size (else
+                                         // before the first only; write_bw and read_bw)
     bool sim = false;                    // --sim: a model with two functions, server in a child
     std::string sim_family = "mlx5";     // --family: --sim's functions (mlx5, bnxt, mixed)
     std::optional<std::string> plot_path;  // --plot FILE.svg

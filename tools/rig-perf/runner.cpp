@@ -116,6 +116,7 @@ struct session {
     std::vector<std::uint64_t> sizes = sizes_of(o);
     std::uint64_t half = 0;
     std::shared_ptr<nic_failure> failure = std::make_shared<nic_failure>();
+    bool warmed = false;   // a warm-up ran (warm_up_if_due)
 
     // H0 of protocol.hpp: queue pair 0's line again (ctx_hand_shake), a barrier. Once the lines
     // are known the peer's must be its first line again: a peer run with a larger -q sends its
@@ -376,6 +377,21 @@ struct session {
         return {};
     }
 
+    // The client of write_bw and read_bw warms up (loops.hpp warm_up) before its first size, so
+    // that the first row measures the rate as the others do and not first-use costs (on the
+    // model 150-600 us of page faults and cold caches after a connect, 10-30 % of a 5000-entry
+    // size: docs/rig-perf.md, "Warm-up"); with --perform_warm_up before every size, as
+    // perftest's write_bw.c and read_bw.c do with that flag. SEND tests warm up neither here nor
+    // in perftest: their warm-up would take receives the peer counts.
+    std::expected<void, std::string> warm_up_if_due(const loop_settings& s) {
+        const bool bandwidth = o.kind == test_kind::write_bw || o.kind == test_kind::read_bw;
+        if (!client || !bandwidth || (warmed && !o.perform_warm_up)) {
+            return {};
+        }
+        warmed = true;
+        return warm_up(o.kind, lanes, s);
+    }
+
     std::expected<void, std::string> one_size(std::uint64_t size, run_report& report) {
         loop_settings s;
         s.size = size;
@@ -418,6 +434,9 @@ struct session {
             report.lat.push_back(*row);
             print(out, lat_row_line(*row, o.duration.has_value()));
             return {};
+        }
+        if (auto w = warm_up_if_due(s); !w) {
+            return w;
         }
         auto row = client ? run_bw_client(o.kind, lanes, s) : run_bw_receiver(lanes, s);
         if (live) {

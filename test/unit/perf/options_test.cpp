@@ -47,6 +47,9 @@ TEST_CASE("rig-perf options: perftest's defaults per test", "[unit][perf]") {
     CHECK_FALSE(w.duration.has_value());
     CHECK_FALSE(w.json_path.has_value());
     CHECK_FALSE(w.report_gbits);
+    CHECK_FALSE(w.perform_warm_up);   // rig-perf warms up before the first size only (runner.cpp)
+    CHECK(ok({"write_bw", "-d", dev, "--perform_warm_up"}).perform_warm_up);
+    CHECK(ok({"read_bw", "-d", dev, "--perform_warm"}).perform_warm_up);   // a unique prefix, as getopt_long
 
     auto r = ok({"read_bw", "-d", dev, "host1"});
     CHECK(r.kind == test_kind::read_bw);
