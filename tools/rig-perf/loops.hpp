@@ -66,9 +66,10 @@ constexpr std::uint32_t live_check_every = 128;
 std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>& lanes, const loop_settings& s);
 // perftest's perform_warm_up (perftest_resources.c), untimed, before a WRITE or READ bandwidth
 // loop: on each queue pair in turn, tx_depth entries of the size in `s` and one doorbell, then
-// every one's completion. What it warms is first-use cost that is not the rate: page faults on
-// a doorbell page and on the model's code, stack and heap, and cold caches on both sides of
-// the NIC (docs/rig-perf.md, "Warm-up"). A failed completion is an error naming the entry.
+// every one's completion. It pays the first-use costs that are not the rate: first touches of
+// rings, records, doorbell page and buffers by driver and model, cold caches on both sides of
+// the NIC (docs/architecture.md, "First touches, and rig-perf's warm-up"). A failed entry is
+// an error that says it was the warm-up's; any other test kind is misuse (invalid_argument).
 std::expected<void, std::string> warm_up(test_kind k, std::vector<lane>& lanes, const loop_settings& s);
 // Tops each lane up to rx_depth posted receives of `half` bytes (SEND tests: before the
 // barrier that lets the peer send).

@@ -378,11 +378,11 @@ struct session {
     }
 
     // The client of write_bw and read_bw warms up (loops.hpp warm_up) before its first size, so
-    // that the first row measures the rate as the others do and not first-use costs (on the
-    // model 150-600 us of page faults and cold caches after a connect, 10-30 % of a 5000-entry
-    // size: docs/rig-perf.md, "Warm-up"); with --perform_warm_up before every size, as
-    // perftest's write_bw.c and read_bw.c do with that flag. SEND tests warm up neither here nor
-    // in perftest: their warm-up would take receives the peer counts.
+    // that the first row measures the rate as the others do, not first touches after a connect
+    // (150-600 us on the model, 10-30 % of a 5000-entry size: docs/architecture.md, "First
+    // touches, and rig-perf's warm-up"); with --perform_warm_up before every size, as perftest's
+    // write_bw.c and read_bw.c do with that flag. SEND tests warm up neither here nor in
+    // perftest: their warm-up would take receives the peer counts.
     std::expected<void, std::string> warm_up_if_due(const loop_settings& s) {
         const bool bandwidth = o.kind == test_kind::write_bw || o.kind == test_kind::read_bw;
         if (!client || !bandwidth || (warmed && !o.perform_warm_up)) {
