@@ -41,6 +41,7 @@
 #include <vector>
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +78,9 @@ constexpr std::string_view usage =
     "  --first-mac MAC          function k's MAC is MAC + k (default 02:00:00:00:00:01); its GID is\n"
     "                           the link-local fe80:: one made from it. Unicast, and MAC + k within\n"
     "                           the last three bytes. Two rig-nicsim on one UDP link need distinct ones\n"
+    "  --core-cpu N             the model core's thread (every function's data path) runs on CPU N\n"
+    "                           only; the other threads where the process may run (rig-perf --sim\n"
+    "                           gives the core a CPU of its own)\n"
     "ethernet over UDP (QEMU's -netdev socket,udp= / -netdev dgram framing: a datagram is a whole\n"
     "frame from the destination MAC on, no FCS):\n"
     "  --udp LOCAL,PEER         a UDP port (repeatable) bound to LOCAL and sending to PEER, both\n"
@@ -194,6 +198,7 @@ struct settings {
     std::uint64_t first_mac = 0x0200'0000'0001ull;   // function k's MAC: this + k
     std::vector<std::pair<rig::sim::roce::udp_address, rig::sim::roce::udp_address>> udp;   // local, peer
     std::optional<unsigned> fault_udp;
+    std::optional<int> core_cpu;   // --core-cpu: the model core's thread on this CPU only
 };
 
 // --udp's value: LOCAL,PEER, each IPV4:PORT (LOCAL's port may be 0: the kernel picks one).
@@ -347,6 +352,8 @@ settings parse(int argc, char** argv) {
             s.udp.push_back(udp_pair(value()));
         } else if (a == "--first-mac") {
             s.first_mac = first_mac(value());
+        } else if (a == "--core-cpu") {
+            s.core_cpu = static_cast<int>(number(a, value(), 0, CPU_SETSIZE - 1));
         } else if (a == "--fault-udp") {
             s.fault_udp = static_cast<unsigned>(number(a, value(), 0, 63));
         } else if (a == "--trapped-uar-pages") {
@@ -490,6 +497,11 @@ int main(int argc, char** argv) {
     rig::sim::roce::wire wire;
     if (!s.capture.empty() && !wire.capture(s.capture)) {
         std::fprintf(stderr, "rig-nicsim: cannot create the capture file %s\n", s.capture.c_str());
+        return 1;
+    }
+    if (s.core_cpu && !wire.core().run_on_cpu(*s.core_cpu)) {
+        std::fprintf(stderr, "rig-nicsim: --core-cpu %d: not a CPU this process may run on (the kernel refused it)\n",
+                     *s.core_cpu);
         return 1;
     }
     // The UDP ports, before any socket is served (a bind that fails leaves nothing behind);

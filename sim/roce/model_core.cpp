@@ -1,15 +1,28 @@
 #include "sim/roce/model_core.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace rig::sim::roce {
 
 model_core::model_core(std::string name) : _name(std::move(name)) {
     _thread = std::thread([this] { loop(); });
     ::pthread_setname_np(_thread.native_handle(), _name.substr(0, 15).c_str());
+}
+
+bool model_core::run_on_cpu(int cpu) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+        throw std::invalid_argument("model_core::run_on_cpu: CPU " + std::to_string(cpu) + " is outside 0.." +
+                                    std::to_string(CPU_SETSIZE - 1));
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return ::pthread_setaffinity_np(_thread.native_handle(), sizeof one, &one) == 0;
 }
 
 model_core::~model_core() {

@@ -73,6 +73,13 @@ public:
 
     std::uint64_t rounds() const noexcept { return _rounds.load(std::memory_order_relaxed); }
 
+    // The core's thread runs on `cpu` only from now (pthread_setaffinity_np); the process's
+    // other threads keep their CPUs. rig-nicsim --core-cpu: rig-perf --sim gives the core a CPU
+    // of its own (tools/rig-perf/placement.hpp). False, and nothing changed, when the kernel
+    // refuses it (a CPU this process may not use); misuse (cpu negative or past CPU_SETSIZE)
+    // throws std::invalid_argument.
+    bool run_on_cpu(int cpu);
+
     // The rounds stay busy (no backoff) for `window` from now, whatever they find, as after
     // work. A function whose queue pair just reached RTS asks it (any thread): its traffic
     // follows, and the first doorbell would otherwise wait for the backoff, up to max_backoff

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "args.hpp"
+#include "placement.hpp"
 
 namespace rig::perf {
 
@@ -191,11 +192,12 @@ struct session {
 };
 
 // fork + exec of `exe args` in a new process group, stdout to /dev/null, stderr to `log` if
-// one is named (else ours), SIGINT/SIGTERM unblocked and at their default action (the mask
-// and ignored dispositions survive exec). The child dies with us (PR_SET_PDEATHSIG) if this
+// one is named (else ours), on `cpus` if given (placement.hpp), SIGINT/SIGTERM unblocked and at
+// their default action (the mask and ignored dispositions survive exec). The child dies with us (PR_SET_PDEATHSIG) if this
 // process is killed outright. An exec failure comes back through a close-on-exec pipe.
 std::expected<void, std::string> spawn(session& s, child& c, const std::string& exe,
-                                       const std::vector<std::string>& args, const std::string& log = {}) {
+                                       const std::vector<std::string>& args, const std::string& log = {},
+                                       const cpu_set_t* cpus = nullptr) {
     std::vector<std::string> all{exe};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -228,6 +230,9 @@ std::expected<void, std::string> spawn(session& s, child& c, const std::string& 
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent) {
             ::_exit(127);
+        }
+        if (cpus != nullptr) {
+            run_on(*cpus);   // refused: the child runs where its parent may
         }
         const int null = ::open("/dev/null", O_WRONLY);
         if (null >= 0) {
@@ -473,6 +478,12 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
         return 1;
     }
     s.dir = tmpl;
+    // The placement (placement.hpp): this thread, and the watcher and the client's threads it
+    // starts, on the CPUs left to rig-perf; the old mask back when the session ends.
+    const std::optional<sim_placement> where = place_sim();
+    cpu_set_t old_cpus;
+    CPU_ZERO(&old_cpus);
+    const bool placed = where && ::sched_getaffinity(0, sizeof old_cpus, &old_cpus) == 0 && run_on(where->others);
     std::thread watcher([&s] { watch(s); });
 
     // Stops the watcher (which ends the process itself if it is already tearing down), then
@@ -496,6 +507,9 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
             std::_Exit(128 + sig);
         }
         pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+        if (placed) {
+            run_on(old_cpus);
+        }
         return rc;
     };
     const auto fail = [&](const std::string& why) {
@@ -519,8 +533,13 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
     // that vanished mid-traffic (the server stopped on Ctrl-C) are not the user's business; its
     // last line is quoted when it fails.
     s.model_log = s.dir + "/rig-nicsim.log";
-    if (auto r = spawn(s, s.model, setup.nicsim, {"--family", mixed ? "mlx5,bnxt" : o.sim_family, "--functions", "2", "--socket-dir", s.dir},
-                       s.model_log);
+    std::vector<std::string> model_args{"--family", mixed ? "mlx5,bnxt" : o.sim_family, "--functions", "2",
+                                        "--socket-dir", s.dir};
+    if (where) {
+        model_args.insert(model_args.end(), {"--core-cpu", std::to_string(where->core_cpu)});
+    }
+    if (auto r = spawn(s, s.model, setup.nicsim, model_args,
+                       s.model_log, where ? &where->others : nullptr);
         !r) {
         return fail(r.error());
     }
@@ -541,7 +560,9 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
         }
         port = *p;
     }
-    if (auto r = spawn(s, s.server, setup.server, server_arguments(args_for_server, "vfio-user:" + sock1, port)); !r) {
+    if (auto r = spawn(s, s.server, setup.server, server_arguments(args_for_server, "vfio-user:" + sock1, port), {},
+                       where ? &where->others : nullptr);
+        !r) {
         return fail(r.error());
     }
 

@@ -3,10 +3,13 @@
 // and exit status 2. And --family: mlx5 the default, a family's own options and fault space.
 #include <array>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,4 +215,59 @@ TEST_CASE("rig-nicsim --family mlx5,bnxt: function k of the k-th family on one w
     one_line_refusal(run_bare({"--family", "mlx5,cx9"}), {"unknown family 'cx9'"});
     one_line_refusal(run_bare({"--family", "mlx5,bnxt", "--trapped-uar-pages", "1"}),
                      {"--trapped-uar-pages is not an option of family bnxt"});
+}
+
+// --core-cpu N: the model core's thread (named rig-model) runs on CPU N only, the process's other
+// threads where they may; a CPU the process may not use is refused in one line, exit 1.
+TEST_CASE("rig-nicsim --core-cpu puts the model core's thread on that CPU alone; a CPU it may not use is refused",
+          "[model][mlx5][nicsim]") {
+    cpu_set_t allowed;
+    REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) {
+            last = c;
+        }
+    }
+    REQUIRE(last >= 0);
+
+    rig::test::temp_socket dir;
+    const rig::test::child c = rig::test::spawn_child(
+        rig::test::nicsim_binary(), {"--functions", "1", "--socket-dir", dir.dir, "--core-cpu", std::to_string(last)});
+    std::string out;
+    std::array<char, 512> b;
+    for (ssize_t n; out.find(".sock\n") == std::string::npos && (n = ::read(c.output, b.data(), b.size())) > 0;) {
+        out.append(b.data(), static_cast<std::size_t>(n));
+    }
+    REQUIRE(out.find(".sock\n") != std::string::npos);
+    // every thread's comm and Cpus_allowed_list under /proc/PID/task
+    std::string core_cpus;
+    int threads = 0;
+    for (const auto& t : std::filesystem::directory_iterator("/proc/" + std::to_string(c.pid) + "/task")) {
+        std::ifstream comm(t.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        std::ifstream status(t.path() / "status");
+        for (std::string line; std::getline(status, line);) {
+            if (line.rfind("Cpus_allowed_list:", 0) == 0 && name == "rig-model") {
+                core_cpus = line.substr(line.find_first_not_of(" \t", 18));
+            }
+        }
+        ++threads;
+    }
+    CHECK(threads > 1);
+    CHECK(core_cpus == std::to_string(last));
+    ::kill(c.pid, SIGTERM);
+    int st = 0;
+    REQUIRE(::waitpid(c.pid, &st, 0) == c.pid);
+    ::close(c.output);
+    CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+
+    // CPU 1000 is within CPU_SETSIZE, so the value parses, but no process here may use it
+    const auto [rc, said] = run({"--core-cpu", "1000"});
+    INFO(said);
+    CHECK(rc == 1);
+    CHECK(said == "rig-nicsim: --core-cpu 1000: not a CPU this process may run on (the kernel refused it)\n");
+    one_line_refusal(run({"--core-cpu", "1024"}), {"--core-cpu", "'1024'"});
+    one_line_refusal(run({"--core-cpu", "one"}), {"--core-cpu", "'one'"});
 }
