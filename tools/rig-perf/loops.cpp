@@ -111,17 +111,17 @@ void post(test_kind k, lane& l, const loop_settings& s) {
 
 // The oldest send-side completion, spinning until it comes: Ok, or why not, named as `what`
 // ("read" for a READ's, as the bandwidth loop names them).
-std::expected<void, std::string> take_send(lane& l, const loop_settings& s, const std::string& what = "send") {
+std::expected<void, std::string> take_send(lane& l, const loop_settings& s, const char* what = "send") {
     watchdog w(s.stall);
     while (true) {
         if (auto c = l.qp->poll(rig::side::send)) {
             if (!*c) {
-                return std::unexpected(what + " completion: " + c->error().message);
+                return std::unexpected(std::string(what) + " completion: " + c->error().message);
             }
             return {};
         }
         if (w.stalled()) {
-            return std::unexpected(stall_message((what + " completion").c_str(), s.stall));
+            return std::unexpected(stall_message((std::string(what) + " completion").c_str(), s.stall));
         }
     }
 }
