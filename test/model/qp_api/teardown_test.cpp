@@ -31,24 +31,26 @@ TEST_CASE("model - a server destroyed mid-traffic stops its function's data path
     rig::test::fill_pattern(t.r1.data(), slots * message, 11);
     std::byte* const landing = t.r2.data() + slots * message;  // where the writes land
 
-    std::atomic<bool> gone{false};
     std::atomic<std::uint64_t> done_ok{0};
-    std::thread closer([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    // a jthread: joined on the way out of a failed REQUIRE or a throw too (a joinable std::thread
+    // destroyed by the unwinding would abort the whole test program)
+    std::jthread closer([&] {
         // once data moves (the first touch of each page of the client's memory by the model
         // is a page fault: slow on a VM), with writes in flight
-        while (done_ok < 8) {
+        while (done_ok < 8 && std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(1ms);
         }
         t.m2.srv.reset();  // the server's destructor: server_closing, then its DMA space goes
-        gone = true;
     });
 
-    // keep the send ring busy with WRITEs until one fails
+    // Keep the send ring busy with WRITEs until one fails. Posting goes on after the server is
+    // gone: every write in flight may have completed Ok just before it went, and then only a
+    // later one can fail (done_ok stops growing, so at most 128 are ever outstanding).
     std::uint64_t posted = 0;
     std::optional<rig::error> failure;
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
     while (!failure && std::chrono::steady_clock::now() < deadline) {
-        while (t.a.room(side::send) > 0 && posted - done_ok < 128 && !gone) {
+        while (t.a.room(side::send) > 0 && posted - done_ok < 128) {
             const std::size_t k = posted % slots;
             t.a.write(t.r1, k * message, message, t.r2.remote(slots * message + k * message));
             ++posted;
