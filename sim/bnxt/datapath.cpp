@@ -272,6 +272,17 @@ void datapath::follow_keys() {
     }
 }
 
+// Each page of a queue or CQ the data path will read (or write), touched once now, as the object
+// is followed, rather than by its first entries (vfio_user::dma_space::touch).
+void datapath::touch(const queue_memory& m, bool for_write) noexcept {
+    if (_dma == nullptr) {
+        return;
+    }
+    for (const std::uint64_t page : m.pages) {
+        _dma->touch(page, m.page_bytes, for_write);
+    }
+}
+
 // A slot for every CQ, its positions kept while it is the same CQ (same first page).
 void datapath::follow_cqs() {
     const auto& cqs = _fn._fw.rcfw().cqs;
@@ -284,6 +295,7 @@ void datapath::follow_cqs() {
         // caught the read, issue 20)
         if (c.cq == nullptr || c.page != page || c.entries != cq.entries) {
             c = cq_slot{};   // a new CQ (or one made again): its rings start at 0
+            touch(cq.memory, true);
         }
         c.id = id;
         c.cq = &cq;
@@ -408,6 +420,8 @@ bool datapath::configure(qp_slot& s, const roce_qp& q) {
                    "received", s.id);
     }
     _engine->add(*s.rc);
+    touch(q.sq, false);
+    touch(q.rq, false);
     s.conn = connection_of(q);
     s.reported = false;
     s.wr_ids.assign(q.rq_entries, 0);

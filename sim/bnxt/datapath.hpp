@@ -184,6 +184,7 @@ private:
     void follow_objects();
     void follow_keys();
     void follow_cqs();
+    void touch(const queue_memory& m, bool for_write) noexcept;
     void follow_qps();
     void drop_qp(qp_slot& s, bool rings_too) noexcept;
     // The lists a pass walks instead of every QP (a pass costs what moves, not the number of

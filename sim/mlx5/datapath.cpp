@@ -304,6 +304,7 @@ void datapath::follow_objects() {
         slot.room = 0;
         if (slot.dbr_addr != cq.dbr_addr) {  // a new CQ (or one made again): arms count from now
             slot.dbr_addr = cq.dbr_addr;
+            touch_buffer(cq.pas, cq.log_page_size, cq.page_offset, std::size_t{64} << cq.log_cq_size, true);
             std::array<std::byte, 4> word{};
             slot.arm_word = _dma != nullptr && _dma->read(cq.dbr_addr + rig::mlx5::abi::cq_dbr::arm, word)
                                 ? abi::load_be<std::uint32_t>(word.data())
@@ -319,6 +320,24 @@ void datapath::follow_objects() {
         s.receive_cq = rcv != _cqs.end() ? &rcv->second : nullptr;
     }
     index_objects();
+}
+
+// Each page of a queue or CQ buffer the data path will read (or write), touched once now, on
+// the firmware's side of the object's making, rather than by its first entries (dma_space::touch).
+void datapath::touch_buffer(std::span<const std::uint64_t> pas, std::uint8_t log_page_size, std::uint32_t page_offset,
+                            std::size_t bytes, bool for_write) noexcept {
+    if (_dma == nullptr) {
+        return;
+    }
+    for (std::uint64_t at = 0; at < bytes;) {
+        const auto place = place_in_buffer(pas, log_page_size, page_offset, at);
+        if (!place) {
+            return;
+        }
+        const std::uint64_t n = std::min<std::uint64_t>(place->left_in_page, bytes - at);
+        _dma->touch(place->iova, n, for_write);
+        at += n;
+    }
 }
 
 void datapath::follow_mkeys() {
@@ -497,6 +516,7 @@ bool datapath::configure(qp_slot& s, const qp_object& q) {
         log().warn("mlx5 data path: QP {:#x} uses another GID than the function's first QP: its frames "
                    "are not received", q.qpn);
     }
+    touch_buffer(q.pas, q.log_page_size, q.page_offset, q.rq_bytes() + q.sq_bytes(), false);
     s.host.dp = this;
     s.host.slot = &s;
     s.rc->set_host(&s.host);

@@ -177,6 +177,8 @@ private:
     // all with the function model's lock held
     bool pass(roce::clock::time_point now);
     void follow_objects();
+    void touch_buffer(std::span<const std::uint64_t> pas, std::uint8_t log_page_size, std::uint32_t page_offset,
+                      std::size_t bytes, bool for_write) noexcept;
     void follow_mkeys();
     void follow_qps();
     void drop_qp(qp_slot& s) noexcept;

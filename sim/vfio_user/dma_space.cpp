@@ -370,6 +370,24 @@ void dma_space::prefetch(std::uint64_t iova, bool for_write) noexcept {
     }
 }
 
+void dma_space::touch(std::uint64_t iova, std::uint64_t n, bool for_write) noexcept {
+    constexpr std::uint64_t page = 4096;
+    const auto g = hold();
+    for (std::uint64_t at = iova & ~(page - 1); at < iova + n; at += page) {
+        const std::uint64_t first = std::max(at, iova);
+        const window* w = window_at(first);
+        if (w == nullptr || w->base == nullptr || !(for_write ? w->device_writes : w->device_reads)) {
+            continue;
+        }
+        auto* p = reinterpret_cast<std::uint8_t*>(w->base + (first - w->iova));
+        if (for_write) {
+            std::atomic_ref<std::uint8_t>(*p).fetch_add(0, std::memory_order_relaxed);
+        } else {
+            static_cast<void>(std::atomic_ref<std::uint8_t>(*p).load(std::memory_order_relaxed));
+        }
+    }
+}
+
 const std::byte* dma_space::reference(std::uint64_t iova, std::size_t n, const unmap_guard& by) const noexcept {
     const auto g = hold();
     if (_guard.get() != &by || n == 0) {

@@ -119,6 +119,12 @@ public:
     // another core's cache, and an access to one waits a cross-core transfer. Moves nothing,
     // refuses nothing: outside a window with fd it does nothing.
     void prefetch(std::uint64_t iova, bool for_write) noexcept;
+    // Touches each page of [iova, +n) once, as the device would read (or write) it, changing no
+    // byte: a write touch is an atomic add of 0. For a queue or CQ just made, so that a host's
+    // cost of a process's first access to a page (several µs under shadow paging: docs/
+    // architecture.md "First touches") is paid when the object is made, not by its first
+    // entries. Refuses nothing and reports nothing: pages outside a window with fd are skipped.
+    void touch(std::uint64_t iova, std::uint64_t n, bool for_write) noexcept;
     // The host address of [iova, +n), for a device that reads those bytes later instead of
     // copying them now (one copy instead of two: sim/roce/wire.hpp), when they lie wholly in
     // one window with fd that the device may read and `by` guards this dma_space (guard_unmaps):

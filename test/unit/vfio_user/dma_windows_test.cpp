@@ -248,6 +248,27 @@ TEST_CASE("DMA windows: read-only windows, gaps and the IOMMU's refusals", "[vfi
     CHECK(f.mappings() == 0);
 }
 
+TEST_CASE("DMA windows: touch changes no byte, skips what the device may not reach, and refuses nothing",
+          "[vfio_user][dma]") {
+    const memfd f("rig-dma-touch", 16 * page);
+    vu::dma_space dma;
+    REQUIRE(map_page(dma, f, 0, 16) == 0);
+    REQUIRE(map_page(dma, f, 1, 16, false) == 0);   // read-only (PROT_READ: a write there would fault)
+    REQUIRE(map_page(dma, f, 3, 16) == 0);          // a gap at page 2
+    for (std::uint64_t i : {0u, 1u, 3u}) {
+        f.put(file_page_of(i, 16) * page, pattern(page, static_cast<unsigned>(i) + 3));
+    }
+    // from inside page 0 to past page 3: every page, the gap and past the last window included
+    dma.touch(iova_base + 100, 5 * page, true);
+    dma.touch(iova_base + 100, 5 * page, false);
+    dma.touch(iova_base - page, page, true);   // before the first window
+    for (std::uint64_t i : {0u, 1u, 3u}) {
+        INFO("page " << i);
+        CHECK(f.get(file_page_of(i, 16) * page, page) == pattern(page, static_cast<unsigned>(i) + 3));
+    }
+    CHECK(dma.fault_count() == 0);   // a touch is no access: nothing is reported
+}
+
 TEST_CASE("DMA windows: a file that grew gets a second mapping for windows past its old end", "[vfio_user][dma]") {
     const memfd f("rig-dma-grow", 4 * page);
     vu::dma_space dma;
