@@ -434,6 +434,214 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
     return run_with_sim(o, args_for_server, run_client, setup);
 }
 
+namespace {
+
+// One --sim run, phase by phase (run_with_sim): signals, directory and placement; the model;
+// the server; the client; the judgement of the server's end. finish() undoes the first phase
+// (and stops what the others started) whichever phase came last.
+class sim_run {
+public:
+    sim_run(const options& o, const sim_setup& setup) : _o(o) {
+        _s.setup = setup;
+        sigemptyset(&_stop_signals);
+        sigaddset(&_stop_signals, SIGINT);
+        sigaddset(&_stop_signals, SIGTERM);
+        CPU_ZERO(&_old_cpus);
+    }
+    sim_run(const sim_run&) = delete;
+    sim_run& operator=(const sim_run&) = delete;
+    ~sim_run() { stop_watcher(); }
+
+    std::expected<void, std::string> begin();
+    std::expected<void, std::string> start_model();
+    std::expected<std::uint16_t, std::string> start_server(const std::vector<std::string>& args_for_server);
+    int run_client(const std::function<int(const options&)>& run, std::uint16_t port);
+    int judge_server(int rc);
+    int finish(int rc);
+    int fail(const std::string& why) {
+        stop_watcher();  // the children's exits are ours now
+        _s.teardown();
+        say(why);
+        return finish(1);
+    }
+
+private:
+    void stop_watcher();
+    std::string socket_of(int function) const {
+        const bool mixed = _o.sim_family == "mixed";
+        const std::string family = !mixed ? _o.sim_family : function == 0 ? "mlx5" : "bnxt";
+        return _s.dir + "/" + family + "-" + std::to_string(function) + ".sock";
+    }
+    const cpu_set_t* others() const { return _where ? &_where->others : nullptr; }
+
+    const options& _o;
+    session _s;
+    sigset_t _stop_signals;
+    sigset_t _old_mask;
+    bool _mask_set = false;
+    std::optional<sim_placement> _where;
+    cpu_set_t _old_cpus;
+    bool _placed = false;
+    std::thread _watcher;
+};
+
+// SIGINT/SIGTERM go to the watcher's signalfd: blocked here before any thread of the session
+// starts (threads inherit the mask), and not ignored (a shell starts background jobs with SIGINT
+// ignored, and an ignored signal is dropped even while blocked). Then the session's directory,
+// the placement (placement.hpp: this thread, and the watcher and the client's threads it starts,
+// on the CPUs left to rig-perf; the old mask back at finish) and the watcher.
+std::expected<void, std::string> sim_run::begin() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    pthread_sigmask(SIG_BLOCK, &_stop_signals, &_old_mask);
+    _mask_set = true;
+    _s.signal_fd = ::signalfd(-1, &_stop_signals, SFD_CLOEXEC);
+    _s.wake_fd = ::eventfd(0, EFD_CLOEXEC);
+    if (_s.signal_fd < 0 || _s.wake_fd < 0) {
+        return std::unexpected(std::string("signalfd/eventfd: ") + std::strerror(errno));
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/rig-perf-sim-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        return std::unexpected("cannot make a directory " + tmpl + ": " + std::strerror(errno));
+    }
+    _s.dir = tmpl;
+    _where = place_sim();
+    _placed = _where && ::sched_getaffinity(0, sizeof _old_cpus, &_old_cpus) == 0 && run_on(_where->others);
+    _watcher = std::thread([this] { watch(_s); });
+    return {};
+}
+
+// --family: both functions of one family, or mixed: the client's on mlx5, the server's on bnxt
+// (rig-nicsim --family mlx5,bnxt: function k of the k-th family), RC between them. The model's
+// stderr goes to a log in the session's directory: its warnings about a client that vanished
+// mid-traffic (the server stopped on Ctrl-C) are not the user's business; its last line is
+// quoted when it fails.
+std::expected<void, std::string> sim_run::start_model() {
+    const std::string sock0 = socket_of(0);
+    const std::string sock1 = socket_of(1);
+    if (sock1.size() >= sizeof(sockaddr_un::sun_path)) {
+        return std::unexpected("socket path too long for AF_UNIX: " + sock1 + " (set TMPDIR to a shorter folder)");
+    }
+    _s.model_log = _s.dir + "/rig-nicsim.log";
+    std::vector<std::string> args{"--family", _o.sim_family == "mixed" ? "mlx5,bnxt" : _o.sim_family, "--functions",
+                                  "2", "--socket-dir", _s.dir};
+    if (_where) {
+        args.insert(args.end(), {"--core-cpu", std::to_string(_where->core_cpu)});
+    }
+    if (auto r = spawn(_s, _s.model, _s.setup.nicsim, args, _s.model_log, others()); !r) {
+        return std::unexpected(r.error());
+    }
+    const auto until = clock::now() + _s.setup.start_deadline;
+    while (!(is_socket(sock0) && is_socket(sock1))) {
+        if (clock::now() >= until) {
+            return std::unexpected("the device model (" + _s.setup.nicsim + ") served no sockets in " + _s.dir +
+                                   " within " + std::to_string(_s.setup.start_deadline.count()) + " ms" +
+                                   last_line(_s.model_log));
+        }
+        std::this_thread::sleep_for(5ms);  // an early exit of the model is the watcher's
+    }
+    return {};
+}
+
+// The server on function 1, on a free port unless the user named one; the port it listens on.
+std::expected<std::uint16_t, std::string> sim_run::start_server(const std::vector<std::string>& args_for_server) {
+    std::uint16_t port = _o.port;
+    if (!names_port(args_for_server) && _o.port == perftest_default_port) {
+        auto p = free_port();
+        if (!p) {
+            return std::unexpected(p.error());
+        }
+        port = *p;
+    }
+    if (auto r = spawn(_s, _s.server, _s.setup.server,
+                       server_arguments(args_for_server, "vfio-user:" + socket_of(1), port), {}, others());
+        !r) {
+        return std::unexpected(r.error());
+    }
+    return port;
+}
+
+// The client, in this process, on function 0; what it returns.
+int sim_run::run_client(const std::function<int(const options&)>& run, std::uint16_t port) {
+    {
+        const std::lock_guard g(_s.lock);
+        _s.phase = "while the test ran";
+    }
+    options client = _o;
+    client.device = "vfio-user:" + socket_of(0);
+    client.server = "127.0.0.1";
+    client.port = port;
+    client.sim = false;
+    try {
+        return run(client);
+    } catch (...) {
+        finish(1);
+        throw;
+    }
+}
+
+// The client is done: the watcher stops, and the server's exit is ours to judge. After a good
+// run the server ends by itself (perftest's closing handshake); else it is stopped.
+int sim_run::judge_server(int rc) {
+    stop_watcher();
+    std::string server_failed;
+    {
+        const std::lock_guard g(_s.lock);
+        if (rc == 0 && !wait_exit(_s.server, _s.setup.server_exit_deadline)) {
+            server_failed = "the server did not end within " +
+                            std::to_string(_s.setup.server_exit_deadline.count()) + " ms after the client";
+        } else if (rc == 0 && _s.server.status &&
+                   !(WIFEXITED(*_s.server.status) && WEXITSTATUS(*_s.server.status) == 0)) {
+            server_failed = "the server " + describe_status(*_s.server.status);
+        }
+    }
+    _s.teardown();
+    if (!server_failed.empty()) {
+        say(server_failed);
+        rc = 1;
+    }
+    return finish(rc);
+}
+
+// Stops the watcher (which ends the process itself if it is already tearing down).
+void sim_run::stop_watcher() {
+    if (_watcher.joinable()) {
+        _s.watching.store(false);
+        _s.wake();
+        _watcher.join();
+    }
+}
+
+// Everything still running stopped, the directory gone, the mask and CPUs as they were; a stop
+// signal that came meanwhile still gives 128 + signal.
+int sim_run::finish(int rc) {
+    stop_watcher();
+    _s.teardown();
+    ::close(_s.signal_fd);
+    ::close(_s.wake_fd);
+    _s.signal_fd = _s.wake_fd = -1;
+    if (!_mask_set) {
+        return rc;
+    }
+    timespec zero{};
+    const int sig = ::sigtimedwait(&_stop_signals, nullptr, &zero);
+    if (sig > 0) {
+        say(std::string("stopped by SIG") + sigabbrev_np(sig));
+        std::fflush(stdout);
+        std::_Exit(128 + sig);
+    }
+    pthread_sigmask(SIG_SETMASK, &_old_mask, nullptr);
+    _mask_set = false;
+    if (_placed) {
+        run_on(_old_cpus);
+        _placed = false;
+    }
+    return rc;
+}
+
+}  // namespace
+
 int run_with_sim(const options& o, const std::vector<std::string>& args_for_server,
                  const std::function<int(const options&)>& run_client, const sim_setup& setup) {
     if (!run_client) {
@@ -443,166 +651,18 @@ int run_with_sim(const options& o, const std::vector<std::string>& args_for_serv
         say("rig-nicsim not found (next to rig-perf, one folder up, or on PATH; or set RIG_NICSIM)");
         return 1;
     }
-    // SIGINT/SIGTERM go to the watcher's signalfd: blocked here before any thread of the
-    // session starts (threads inherit the mask), and not ignored (a shell starts background
-    // jobs with SIGINT ignored, and an ignored signal is dropped even while blocked).
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    sigset_t stop_signals;
-    sigset_t old_mask;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
-
-    session s;
-    s.setup = setup;
-    s.signal_fd = ::signalfd(-1, &stop_signals, SFD_CLOEXEC);
-    s.wake_fd = ::eventfd(0, EFD_CLOEXEC);
-    const auto close_fds = [&] {
-        ::close(s.signal_fd);
-        ::close(s.wake_fd);
-    };
-    if (s.signal_fd < 0 || s.wake_fd < 0) {
-        say(std::string("signalfd/eventfd: ") + std::strerror(errno));
-        close_fds();
-        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-        return 1;
+    sim_run run(o, setup);
+    if (auto r = run.begin(); !r) {
+        return run.fail(r.error());
     }
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/rig-perf-sim-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-        say("cannot make a directory " + tmpl + ": " + std::strerror(errno));
-        close_fds();
-        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-        return 1;
+    if (auto r = run.start_model(); !r) {
+        return run.fail(r.error());
     }
-    s.dir = tmpl;
-    // The placement (placement.hpp): this thread, and the watcher and the client's threads it
-    // starts, on the CPUs left to rig-perf; the old mask back when the session ends.
-    const std::optional<sim_placement> where = place_sim();
-    cpu_set_t old_cpus;
-    CPU_ZERO(&old_cpus);
-    const bool placed = where && ::sched_getaffinity(0, sizeof old_cpus, &old_cpus) == 0 && run_on(where->others);
-    std::thread watcher([&s] { watch(s); });
-
-    // Stops the watcher (which ends the process itself if it is already tearing down), then
-    // everything still running; a stop signal that came meanwhile still gives 128 + signal.
-    const auto stop_watcher = [&] {
-        if (watcher.joinable()) {
-            s.watching.store(false);
-            s.wake();
-            watcher.join();
-        }
-    };
-    const auto finish = [&](int rc) {
-        stop_watcher();
-        s.teardown();
-        close_fds();
-        timespec zero{};
-        const int sig = ::sigtimedwait(&stop_signals, nullptr, &zero);
-        if (sig > 0) {
-            say(std::string("stopped by SIG") + sigabbrev_np(sig));
-            std::fflush(stdout);
-            std::_Exit(128 + sig);
-        }
-        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-        if (placed) {
-            run_on(old_cpus);
-        }
-        return rc;
-    };
-    const auto fail = [&](const std::string& why) {
-        stop_watcher();  // the children's exits are ours now
-        s.teardown();
-        say(why);
-        return finish(1);
-    };
-
-    // --family: both functions of one family, or mixed: the client's on mlx5, the server's on
-    // bnxt (rig-nicsim --family mlx5,bnxt: function k of the k-th family), RC between them.
-    const bool mixed = o.sim_family == "mixed";
-    const std::string family0 = mixed ? "mlx5" : o.sim_family;
-    const std::string family1 = mixed ? "bnxt" : o.sim_family;
-    const std::string sock0 = s.dir + "/" + family0 + "-0.sock";
-    const std::string sock1 = s.dir + "/" + family1 + "-1.sock";
-    if (sock1.size() >= sizeof(sockaddr_un::sun_path)) {
-        return fail("socket path too long for AF_UNIX: " + sock1 + " (set TMPDIR to a shorter folder)");
+    const auto port = run.start_server(args_for_server);
+    if (!port) {
+        return run.fail(port.error());
     }
-    // The model's stderr goes to a log in the session's directory: its warnings about a client
-    // that vanished mid-traffic (the server stopped on Ctrl-C) are not the user's business; its
-    // last line is quoted when it fails.
-    s.model_log = s.dir + "/rig-nicsim.log";
-    std::vector<std::string> model_args{"--family", mixed ? "mlx5,bnxt" : o.sim_family, "--functions", "2",
-                                        "--socket-dir", s.dir};
-    if (where) {
-        model_args.insert(model_args.end(), {"--core-cpu", std::to_string(where->core_cpu)});
-    }
-    if (auto r = spawn(s, s.model, setup.nicsim, model_args,
-                       s.model_log, where ? &where->others : nullptr);
-        !r) {
-        return fail(r.error());
-    }
-    const auto until = clock::now() + setup.start_deadline;
-    while (!(is_socket(sock0) && is_socket(sock1))) {
-        if (clock::now() >= until) {
-            return fail("the device model (" + setup.nicsim + ") served no sockets in " + s.dir + " within " +
-                        std::to_string(setup.start_deadline.count()) + " ms" + last_line(s.model_log));
-        }
-        std::this_thread::sleep_for(5ms);  // an early exit of the model is the watcher's
-    }
-
-    std::uint16_t port = o.port;
-    if (!names_port(args_for_server) && o.port == perftest_default_port) {
-        auto p = free_port();
-        if (!p) {
-            return fail(p.error());
-        }
-        port = *p;
-    }
-    if (auto r = spawn(s, s.server, setup.server, server_arguments(args_for_server, "vfio-user:" + sock1, port), {},
-                       where ? &where->others : nullptr);
-        !r) {
-        return fail(r.error());
-    }
-
-    {
-        const std::lock_guard g(s.lock);
-        s.phase = "while the test ran";
-    }
-    options client = o;
-    client.device = "vfio-user:" + sock0;
-    client.server = "127.0.0.1";
-    client.port = port;
-    client.sim = false;
-    int rc = 1;
-    try {
-        rc = run_client(client);
-    } catch (...) {
-        finish(1);
-        throw;
-    }
-
-    // The client is done: the watcher stops, and the server's exit is ours to judge. After a
-    // good run the server ends by itself (perftest's closing handshake); else it is stopped.
-    stop_watcher();
-    std::string server_failed;
-    {
-        const std::lock_guard g(s.lock);
-        if (rc == 0 && !wait_exit(s.server, setup.server_exit_deadline)) {
-            server_failed = "the server did not end within " + std::to_string(setup.server_exit_deadline.count()) +
-                            " ms after the client";
-        } else if (rc == 0 && s.server.status &&
-                   !(WIFEXITED(*s.server.status) && WEXITSTATUS(*s.server.status) == 0)) {
-            server_failed = "the server " + describe_status(*s.server.status);
-        }
-    }
-    s.teardown();
-    if (!server_failed.empty()) {
-        say(server_failed);
-        rc = 1;
-    }
-    return finish(rc);
+    return run.judge_server(run.run_client(run_client, *port));
 }
 
 }  // namespace rig::perf
