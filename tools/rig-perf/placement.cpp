@@ -15,7 +15,9 @@ std::optional<sim_placement> place_sim() {
             last = c;
         }
     }
-    sim_placement p{last, allowed};
+    sim_placement p{last, {}, allowed};
+    CPU_ZERO(&p.model);
+    CPU_SET(last, &p.model);
     CPU_CLR(last, &p.others);
     return p;
 }

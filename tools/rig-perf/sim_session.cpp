@@ -529,7 +529,7 @@ std::expected<void, std::string> sim_run::start_model() {
     if (_where) {
         args.insert(args.end(), {"--core-cpu", std::to_string(_where->core_cpu)});
     }
-    if (auto r = spawn(_s, _s.model, _s.setup.nicsim, args, _s.model_log, others()); !r) {
+    if (auto r = spawn(_s, _s.model, _s.setup.nicsim, args, _s.model_log, _where ? &_where->model : nullptr); !r) {
         return std::unexpected(r.error());
     }
     const auto until = clock::now() + _s.setup.start_deadline;

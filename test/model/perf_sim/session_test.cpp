@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -240,6 +241,58 @@ TEST_CASE("perf sim: Ctrl-C mid-run stops server and model, exit status 130", "[
     CHECK(rc == 130);
     CHECK(one_line(p.err_text));
     CHECK(p.err_text.find("SIGINT") != std::string::npos);
+    check_nothing_left(tmp);
+}
+
+// The CPUs of a Cpus_allowed_list line of /proc/PID[/task/TID]/status ("0-2,5").
+std::vector<int> allowed_cpus(const fs::path& status) {
+    std::ifstream f(status);
+    std::vector<int> cpus;
+    for (std::string line; std::getline(f, line);) {
+        if (!line.starts_with("Cpus_allowed_list:")) {
+            continue;
+        }
+        std::stringstream items(line.substr(line.find(':') + 1));
+        for (std::string item; std::getline(items, item, ',');) {
+            const auto dash = item.find('-');
+            const int first = std::stoi(item);
+            const int last = dash == std::string::npos ? first : std::stoi(item.substr(dash + 1));
+            for (int c = first; c <= last; ++c) {
+                cpus.push_back(c);
+            }
+        }
+    }
+    return cpus;
+}
+
+TEST_CASE("perf sim: every thread of the model runs on the highest allowed CPU, the server on the others",
+          "[perf][sim]") {
+    const std::vector<int> all = allowed_cpus("/proc/self/status");
+    if (all.size() < 2) {
+        WARN("one CPU here: nothing is placed");
+        return;
+    }
+    temp_dir tmp;
+    proc p(with_family({env("PERF_SIM_STANDIN"), "write_bw", "-D", "60"}), {"TMPDIR=" + tmp.path});
+    REQUIRE(p.wait_for_output("running\n", 10s));
+    const auto running = processes_naming(tmp.path);
+    REQUIRE(running.size() == 2);
+    for (const std::string& r : running) {
+        INFO(r);
+        const fs::path proc_dir = "/proc/" + r.substr(0, r.find(':'));
+        if (r.find("rig-nicsim") != std::string::npos) {
+            std::size_t threads = 0;
+            for (const auto& t : fs::directory_iterator(proc_dir / "task")) {
+                CHECK(allowed_cpus(t.path() / "status") == std::vector<int>{all.back()});
+                ++threads;
+            }
+            CHECK(threads >= 3);   // the core, a firmware thread, a vfio-user server at least
+        } else {
+            CHECK(allowed_cpus(proc_dir / "status") == std::vector<int>(all.begin(), all.end() - 1));
+        }
+    }
+    REQUIRE(::kill(-p.pid, SIGINT) == 0);
+    CHECK(p.finish() == 130);
     check_nothing_left(tmp);
 }
 

@@ -1,5 +1,5 @@
-// rig-perf --sim's placement (tools/rig-perf/placement.hpp): the model core on the highest CPU
-// this thread may use, everything else on the others; nothing with one CPU. The test narrows its
+// rig-perf --sim's placement (tools/rig-perf/placement.hpp): the model on the highest CPU
+// this thread may use, client and server on the others; nothing with one CPU. The test narrows its
 // own thread's affinity to build each case and puts it back.
 #include <sched.h>
 
@@ -29,7 +29,8 @@ std::vector<int> cpus_of(const cpu_set_t& s) {
 
 }  // namespace
 
-TEST_CASE("rig-perf --sim placement: the core on the highest allowed CPU, the rest on the others; one CPU: none",
+TEST_CASE("rig-perf --sim placement: the model on the highest allowed CPU, client and server on the others; one "
+          "CPU: none",
           "[unit][perf]") {
     affinity_restorer r;
     const std::vector<int> all = cpus_of(r.saved);
@@ -49,6 +50,7 @@ TEST_CASE("rig-perf --sim placement: the core on the highest allowed CPU, the re
     const auto p = rig::perf::place_sim();
     REQUIRE(p.has_value());
     CHECK(p->core_cpu == all.back());
+    CHECK(cpus_of(p->model) == std::vector<int>{all.back()});
     const std::vector<int> others(all.begin(), all.end() - 1);
     CHECK(cpus_of(p->others) == others);
 
