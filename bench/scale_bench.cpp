@@ -163,27 +163,22 @@ std::size_t heap_bytes() {
 }
 
 // The model's RC state per queue pair, as sim/roce/rc_qp.hpp lays it out: the rc_qp itself,
-// its send queue's shadow entries (rc_qp::send_entry, private: mirrored here field by field),
-// its receive entries and its two completion rings, each of the ring's size (the family's data
-// path sizes them from the queue pair's rings: mlx5 datapath.cpp / bnxt datapath.cpp configure).
-struct send_entry_mirror {
-    rig::sim::roce::send_request wr;
-    rig::sim::roce::completion_status local_error;
-    std::uint32_t first_psn, packets;
-    std::uint64_t bytes;
-};
-struct receive_entry_mirror {
-    rig::sim::roce::receive_request wr;
-};
+// its send queue's shadow entries, its receive entries with their scatter lists and its two
+// completion rings, each of the ring's size (the family's data path sizes them from the queue
+// pair's rings: mlx5 datapath.cpp / bnxt datapath.cpp configure). A receive keeps the SGEs its
+// WQE can hold: 2 on mlx5 (Rig's log_rq_stride 1, qp/mlx5/control_qp.cpp), 6 on bnxt (rq_sge,
+// qp/bnxt/control_qp.cpp).
 struct model_bytes {
-    std::uint32_t ring = 0;
-    std::size_t rc_qp = sizeof(rig::sim::roce::rc_qp);
-    std::size_t send_entry = sizeof(send_entry_mirror);
-    std::size_t receive_entry = sizeof(receive_entry_mirror);
-    std::size_t completion = sizeof(rig::sim::roce::completion);
-    std::size_t send_shadow() const { return ring * send_entry; }
-    std::size_t total() const { return rc_qp + ring * (send_entry + receive_entry + 2 * completion); }
+    std::uint32_t ring;
+    std::size_t rc_qp;
+    rig::sim::roce::rc_qp::entry_bytes entry;
+    std::size_t send_shadow() const { return ring * entry.send; }
+    std::size_t total() const { return rc_qp + ring * (entry.send + entry.receive + 2 * entry.completion); }
 };
+model_bytes model_bytes_of(const std::string& family, std::uint32_t ring) {
+    const std::uint8_t sges = family == "bnxt" ? 6 : 2;
+    return {ring, sizeof(rig::sim::roce::rc_qp), rig::sim::roce::rc_qp::bytes_per_entry(sges)};
+}
 
 std::size_t pages(std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 
@@ -450,7 +445,7 @@ row measure(const rig::bench::served& m, const std::string& family, std::size_t 
     r.rss_per_qp = static_cast<double>(rss_bytes() - std::min(rss_bytes(), p.rss0)) / qps;
     r.heap_per_qp = static_cast<double>(heap_bytes() - std::min(heap_bytes(), p.heap0)) / qps;
     r.driver_per_qp = static_cast<double>(driver_bytes(family, o.ring()));
-    r.model_per_qp = static_cast<double>(model_bytes{o.ring()}.total());
+    r.model_per_qp = static_cast<double>(model_bytes_of(family, o.ring()).total());
     rate_windows(m, p, o, r);
     const latency l = ping_pong(p, o.pings, o.stall);
     r.median_us = l.median_us;
@@ -460,13 +455,13 @@ row measure(const rig::bench::served& m, const std::string& family, std::size_t 
 
 void print_header(const std::string& family, const options& o) {
     const std::uint32_t ring = o.ring();
-    const model_bytes mb{ring};
+    const model_bytes mb = model_bytes_of(family, ring);
     std::printf("\n== %s: two functions on one wire; %u-entry rings, %u WRITEs of %zu B in flight per queue pair, "
                 "%.1f s per rate ==\n", family.c_str(), ring, o.depth, message, o.seconds);
     std::printf("   counted per queue pair: driver DMA %zu B (rings + its share of the group CQ); model RC state %zu B "
                 "= rc_qp %zu + %u x send_entry %zu (shadow %zu) + %u x receive_entry %zu + %u x completion %zu\n",
-                driver_bytes(family, ring), mb.total(), mb.rc_qp, ring, mb.send_entry, mb.send_shadow(), ring,
-                mb.receive_entry, 2 * ring, mb.completion);
+                driver_bytes(family, ring), mb.total(), mb.rc_qp, ring, mb.entry.send, mb.send_shadow(), ring,
+                mb.entry.receive, 2 * ring, mb.entry.completion);
     std::printf("   rate: the median of %d windows; B/QP: the process's growth over 2N queue pairs (RSS; heap: every "
                 "arena);\n   us/pass, msg/pass: wall time and messages per data-path pass of a function during the "
                 "rate (a pass takes at most %d frames in)\n", o.repeat, rig::sim::roce::engine::receive_burst);
@@ -485,12 +480,12 @@ void print_row(const row& r) {
 // the RSS beside heap and the driver's DMA rings. In this one process the rings are mapped twice,
 // by the driver and by the model's vfio-user server (the DMA region's file), and RSS counts both.
 void print_memory(const row& r, const options& o) {
-    const model_bytes mb{o.ring()};
+    const model_bytes mb = model_bytes_of(r.family, o.ring());
     const double other = r.rss_per_qp - r.heap_per_qp - 2 * r.driver_per_qp;
     std::printf("   memory per queue pair at %zu: RSS %.0f B = heap %.0f (model RC state counted %.0f, of which the "
                 "send shadow %zu = %u x %zu B; the rest %.0f: the driver's and the firmware model's objects) + 2 x "
                 "driver DMA %.0f + other %.0f\n", r.qps, r.rss_per_qp, r.heap_per_qp, r.model_per_qp, mb.send_shadow(),
-                o.ring(), mb.send_entry, r.heap_per_qp - r.model_per_qp, r.driver_per_qp, other);
+                o.ring(), mb.entry.send, r.heap_per_qp - r.model_per_qp, r.driver_per_qp, other);
     std::printf("   rate with %zu queue pairs: %.0f %% of the rate with %zu (issue 17 aims at >= 80 %%)\n", r.qps,
                 100 * r.ratio, o.qps.front());
 }

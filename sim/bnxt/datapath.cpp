@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "abi/bnxt/rcfw_cmds.hpp"
+#include "abi/bnxt/wqe.hpp"
 #include "sim/bnxt/function_model.hpp"
 #include "sim/vfio_user/dma_space.hpp"
 #include "sim/vfio_user/log.hpp"
@@ -384,6 +385,9 @@ bool datapath::configure(qp_slot& s, const roce_qp& q) {
     }
     c.sq_size = engine_ring(q.sq_entries);
     c.rq_size = engine_ring(q.rq_entries);
+    // parse_receive_wqe takes at most rq_sge (and the static WQE's 6) scatter entries a receive
+    c.rq_max_sge = static_cast<std::uint8_t>(std::clamp<std::size_t>(
+        std::min<std::size_t>(q.rq_sge, abi::static_max_sge), 1, roce::max_sge));
     try {
         s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);
         s.psn.dp = this;

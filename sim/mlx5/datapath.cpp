@@ -477,6 +477,10 @@ bool datapath::configure(qp_slot& s, const qp_object& q) {
     }
     c.sq_size = 1u << std::min<std::uint8_t>(q.log_sq_size, 15);
     c.rq_size = 1u << std::min<std::uint8_t>(q.log_rq_size, 15);
+    // a receive WQE of 16 << log_rq_stride bytes holds that many 16-byte data segments
+    // (parse_receive_wqe), and never more than max_sge
+    c.rq_max_sge = static_cast<std::uint8_t>(std::min<std::size_t>(std::size_t{1} << std::min<std::uint8_t>(q.log_rq_stride, 8),
+                                                                    roce::max_sge));
     const bool to_rtr = q.state == ifc::qpc_state::rtr || q.state == ifc::qpc_state::rts;
     try {
         s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);

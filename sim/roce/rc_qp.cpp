@@ -108,11 +108,16 @@ rc_qp::rc_qp(memory& mem, port& wire_port, const qp_config& config)
         throw std::invalid_argument("roce::rc_qp: ring sizes must be powers of two up to 2^15 (sq " +
                                     std::to_string(config.sq_size) + ", rq " + std::to_string(config.rq_size) + ")");
     }
+    if (config.rq_max_sge == 0 || config.rq_max_sge > max_sge) {
+        throw std::invalid_argument("roce::rc_qp: " + std::to_string(config.rq_max_sge) +
+                                    " scatter entries a receive (1 to " + std::to_string(max_sge) + ")");
+    }
     if (config.qpn > proto::psn_mask) {
         throw std::invalid_argument("roce::rc_qp: qpn " + std::to_string(config.qpn) + " is wider than 24 bits");
     }
     _sq.resize(config.sq_size);
     _rq.resize(config.rq_size);
+    _rq_sg.resize(std::size_t{config.rq_size} * config.rq_max_sge);
     _send_done.slots.resize(config.sq_size);
     _receive_done.slots.resize(config.rq_size);
 }
@@ -286,7 +291,13 @@ bool rc_qp::post_receive(const receive_request& r) noexcept {
     if (_state == qp_state::reset || receive_room() == 0) {
         return false;
     }
-    rq(_rq_post).wr = r;
+    receive_entry& e = rq(_rq_post);
+    e.index = r.index;
+    e.sge_count = r.sge_count;   // more than rq_max_sge: the responder fails it at its use
+    e.capacity = r.capacity();
+    const std::size_t kept = std::min<std::size_t>(r.sge_count, _config.rq_max_sge);
+    std::copy_n(r.sg.begin(), kept,
+                _rq_sg.begin() + static_cast<std::ptrdiff_t>(std::size_t{_rq_post & (_config.rq_size - 1)} * _config.rq_max_sge));
     ++_rq_post;
     if (_state == qp_state::error) {
         complete_receive(rq(_rq_done), completion_status::flushed, 0);
@@ -318,7 +329,7 @@ void rc_qp::complete_send(const send_entry& e, completion_status status) noexcep
 
 void rc_qp::complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes, work_op by,
                              std::optional<std::uint32_t> imm) noexcept {
-    _receive_done.push({completion_side::receive, e.wr.index, status, bytes, by, imm.has_value(), imm.value_or(0)});
+    _receive_done.push({completion_side::receive, e.index, status, bytes, by, imm.has_value(), imm.value_or(0)});
     if (_host != nullptr) {
         _host->needs_attention();
     }
@@ -349,11 +360,10 @@ mem_status rc_qp::gather(const send_request& r, std::uint64_t offset, std::span<
     return done == out.size() ? mem_status::ok : mem_status::out_of_bounds;
 }
 
-mem_status rc_qp::scatter(const std::array<sge, max_sge>& sg, std::uint8_t count, std::uint64_t offset,
-                          std::span<const std::byte> in) noexcept {
+mem_status rc_qp::scatter(std::span<const sge> sg, std::uint64_t offset, std::span<const std::byte> in) noexcept {
     finish_copies();   // in order with the writes before it
     std::size_t done = 0;
-    for (std::size_t i = 0; i < count && i < max_sge && done < in.size(); ++i) {
+    for (std::size_t i = 0; i < sg.size() && done < in.size(); ++i) {
         const sge& s = sg[i];
         if (offset >= s.length) {
             offset -= s.length;

@@ -53,6 +53,10 @@ struct qp_config {
     std::uint16_t udp_sport = 0xc000;
     std::uint32_t sq_size = 256;  // entries; powers of two
     std::uint32_t rq_size = 256;
+    // The scatter entries one receive names at most (1..max_sge): the family's receive WQE bounds
+    // them (mlx5 its stride / 16, bnxt rq_sge), and the receive shadow keeps this many an entry,
+    // not max_sge (issue 17 "Memory"). A receive posted with more completes in error at its use.
+    std::uint8_t rq_max_sge = max_sge;
 };
 
 // INIT -> RTR: where the peer is and what this side expects of it.
@@ -209,6 +213,15 @@ public:
     // Fires timers and sends what the window allows; true when it did something.
     bool transmit(clock::time_point now) noexcept;
 
+    // The state one entry of each ring costs (bench-scale's memory rows): a send shadow entry, a
+    // receive entry with room for rq_max_sge scatter entries, one completion slot.
+    struct entry_bytes {
+        std::size_t send, receive, completion;
+    };
+    static entry_bytes bytes_per_entry(std::uint8_t rq_max_sge) noexcept {
+        return {sizeof(send_entry), sizeof(receive_entry) + std::size_t{rq_max_sge} * sizeof(sge), sizeof(completion)};
+    }
+
 private:
     friend class engine;   // its schedule of the queue pairs that have something to send (engine.hpp)
 
@@ -219,8 +232,11 @@ private:
         std::uint32_t packets = 0;
         std::uint64_t bytes = 0;
     };
+    // A posted receive; its scatter list lies in _rq_sg (rq_sges), sge_count as posted.
     struct receive_entry {
-        receive_request wr;
+        std::uint32_t index = 0;
+        std::uint8_t sge_count = 0;
+        std::uint64_t capacity = 0;   // the bytes its scatter list holds
     };
     // Packets one transmit() sends at most, each direction: a pass's fixed costs (locks, doorbell
     // and clock reads) spread over this many packets, and the responder answers all the
@@ -255,10 +271,14 @@ private:
                           work_op by = work_op::send, std::optional<std::uint32_t> imm = std::nullopt) noexcept;
     send_entry& sq(std::uint32_t i) noexcept { return _sq[i & (_config.sq_size - 1)]; }
     receive_entry& rq(std::uint32_t i) noexcept { return _rq[i & (_config.rq_size - 1)]; }
+    std::span<const sge> rq_sges(std::uint32_t i) const noexcept {
+        const receive_entry& e = _rq[i & (_config.rq_size - 1)];
+        return std::span(_rq_sg).subspan(std::size_t{i & (_config.rq_size - 1)} * _config.rq_max_sge,
+                                         std::min<std::size_t>(e.sge_count, _config.rq_max_sge));
+    }
     // gathers/scatters `bytes` at `offset` of a request's scatter list
     mem_status gather(const send_request& r, std::uint64_t offset, std::span<std::byte> out) const noexcept;
-    mem_status scatter(const std::array<sge, max_sge>& sg, std::uint8_t count, std::uint64_t offset,
-                       std::span<const std::byte> in) noexcept;
+    mem_status scatter(std::span<const sge> sg, std::uint64_t offset, std::span<const std::byte> in) noexcept;
     // An inbound WRITE's payload into its place at _in_va + _in_offset: now, or joined to the
     // copy waiting (finish_copies) when it continues it in both memories. false: refused.
     bool write_payload(std::span<const std::byte> payload) noexcept;
@@ -339,6 +359,7 @@ private:
 
     // ---- receive queue and responder
     std::vector<receive_entry> _rq;
+    std::vector<sge> _rq_sg;        // rq_max_sge a receive: entry i's from i * rq_max_sge
     std::uint32_t _rq_post = 0;
     std::uint32_t _rq_done = 0;     // oldest receive without completion
     std::uint32_t _epsn = 0;        // expected PSN

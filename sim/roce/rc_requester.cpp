@@ -388,7 +388,8 @@ void rc_qp::on_response(const proto::decoded& packet, clock::time_point now) noe
     if (last != ends || packet.payload.size() != len) {
         return;   // not the response this PSN must carry: dropped, the timer recovers
     }
-    if (scatter(e.wr.sg, e.wr.sge_count, offset, packet.payload) != mem_status::ok) {
+    if (scatter(std::span(e.wr.sg).first(std::min<std::size_t>(e.wr.sge_count, max_sge)), offset, packet.payload) !=
+        mem_status::ok) {
         fail_entry_at(entry, completion_status::local_protection);
         return;
     }

@@ -138,16 +138,16 @@ void rc_qp::execute(const proto::decoded& packet) noexcept {
             _in_offset = 0;
         }
         receive_entry& r = rq(_rq_done);
-        if (r.wr.sge_count > max_sge) {
+        if (r.sge_count > _config.rq_max_sge) {
             responder_fails(proto::nak_code::remote_operational_error, psn, completion_status::local_qp_operation);
             return;
         }
-        if (_in_offset + size > r.wr.capacity()) {
+        if (_in_offset + size > r.capacity) {
             // longer than the receive: local length error here, invalid request there (rxe: RESPST_ERR_LENGTH)
             responder_fails(proto::nak_code::invalid_request, psn, completion_status::local_length);
             return;
         }
-        if (scatter(r.wr.sg, r.wr.sge_count, _in_offset, packet.payload) != mem_status::ok) {
+        if (scatter(rq_sges(_rq_done), _in_offset, packet.payload) != mem_status::ok) {
             responder_fails(proto::nak_code::remote_operational_error, psn, completion_status::local_protection);
             return;
         }

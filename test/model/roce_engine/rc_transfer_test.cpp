@@ -232,3 +232,50 @@ TEST_CASE("zero-byte SEND, WRITE and READ take one packet each and complete with
     CHECK(r[0].byte_len == 0);
     CHECK(a.counters().packets_sent == 3);
 }
+
+TEST_CASE("a receive keeps its queue pair's rq_max_sge scatter entries: a SEND spreads over both of two, a receive "
+          "of three fails it with a local QP operation error, and 0 or 17 a receive is refused") {
+    sr::wire w;
+    function fa{w, 1, 3 * mib};
+    function fb{w, 2, 3 * mib};
+    sr::rc_qp& a = planned(fa).make_qp(0x101);
+    sr::rc_qp& b = planned(fb).make_qp(0x202, 256, 2);
+    connect(a, fa, b, fb);
+    fill_random(fa.at(src, 5000), 9);
+    std::memset(fb.at(rcv, 16384).data(), 0, 16384);
+
+    sr::receive_request two = receive(1, rcvkey, function::va(rcv), 3000);
+    two.sge_count = 2;
+    two.sg[1] = {.va = function::va(rcv + 8192), .key = rcvkey, .length = 3000};
+    REQUIRE(b.post_receive(two));
+    REQUIRE(a.post_send(request(sr::work_op::send, 1, lkey, function::va(src), 5000)));
+    sr::completion c;
+    REQUIRE(run_until({&fa, &fb}, [&] { return a.take(sr::completion_side::send, c); }));
+    CHECK(c.status == sr::completion_status::success);
+    auto r = take_all(b, sr::completion_side::receive);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].index == 1);
+    CHECK(r[0].status == sr::completion_status::success);
+    CHECK(r[0].byte_len == 5000);
+    CHECK(checksum(fb.at(rcv, 3000)) == checksum(fa.at(src, 3000)));              // the first entry, whole
+    CHECK(checksum(fb.at(rcv + 8192, 2000)) == checksum(fa.at(src + 3000, 2000)));  // the rest in the second
+    CHECK(fb.at(rcv + 8192 + 2000, 1)[0] == std::byte{0});                       // and no further
+
+    sr::receive_request three = two;
+    three.index = 2;
+    three.sge_count = 3;
+    three.sg[2] = {.va = function::va(rcv + 12288), .key = rcvkey, .length = 3000};
+    REQUIRE(b.post_receive(three));
+    REQUIRE(a.post_send(request(sr::work_op::send, 2, lkey, function::va(src), 10)));
+    REQUIRE(run_until({&fa, &fb}, [&] { return a.take(sr::completion_side::send, c); }));
+    CHECK(c.status == sr::completion_status::remote_operation);
+    r = take_all(b, sr::completion_side::receive);
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].index == 2);
+    CHECK(r[0].status == sr::completion_status::local_qp_operation);
+
+    for (const std::uint8_t bad : {std::uint8_t{0}, static_cast<std::uint8_t>(sr::max_sge + 1)}) {
+        INFO("rq_max_sge " << int{bad});
+        CHECK_THROWS_AS(fb.make_qp(0x303, 256, bad), std::invalid_argument);
+    }
+}
