@@ -37,10 +37,14 @@
 #include <vector>
 
 #include "bench/served_models.hpp"
+#include "qp/bnxt/control.hpp"
+#include "qp/mlx5/control.hpp"
 #include "rig/group.hpp"
 #include "rig/nic.hpp"
 #include "rig/qp.hpp"
 #include "rig/region.hpp"
+#include "sim/bnxt/datapath.hpp"
+#include "sim/mlx5/datapath.hpp"
 #include "sim/roce/engine.hpp"
 #include "sim/roce/rc_qp.hpp"
 #include "sim/roce/work.hpp"
@@ -163,11 +167,10 @@ std::size_t heap_bytes() {
 }
 
 // The model's RC state per queue pair, as sim/roce/rc_qp.hpp lays it out: the rc_qp itself,
-// its send queue's shadow entries, its receive entries with their scatter lists and its two
-// completion rings, each of the ring's size (the family's data path sizes them from the queue
-// pair's rings: mlx5 datapath.cpp / bnxt datapath.cpp configure). A receive keeps the SGEs its
-// WQE can hold: 2 on mlx5 (Rig's log_rq_stride 1, qp/mlx5/control_qp.cpp), 6 on bnxt (rq_sge,
-// qp/bnxt/control_qp.cpp).
+// its send queue's shadow entries with their payload store, its receive entries with their
+// scatter lists and its two completion rings. The rings are the ones the family's data path
+// makes (rc_rings, which mlx5 datapath.cpp / bnxt datapath.cpp configure use) of the queue
+// pair the driver asks for: `ring` entries each way, receives of the driver's stride or SGEs.
 struct model_bytes {
     std::uint32_t ring;
     std::size_t rc_qp;
@@ -176,8 +179,11 @@ struct model_bytes {
     std::size_t total() const { return rc_qp + ring * (entry.send + entry.receive + 2 * entry.completion); }
 };
 model_bytes model_bytes_of(const std::string& family, std::uint32_t ring) {
-    const std::uint8_t sges = family == "bnxt" ? 6 : 2;
-    return {ring, sizeof(rig::sim::roce::rc_qp), rig::sim::roce::rc_qp::bytes_per_entry(sges)};
+    const auto log_ring = static_cast<std::uint8_t>(std::countr_zero(ring));
+    const rig::sim::roce::qp_config c =
+        family == "bnxt" ? rig::sim::bnxt::rc_rings(ring, ring, rig::qp::bnxt::wqe_sges)
+                         : rig::sim::mlx5::rc_rings(log_ring, log_ring, rig::qp::mlx5::receive_stride_log);
+    return {ring, sizeof(rig::sim::roce::rc_qp), rig::sim::roce::rc_qp::bytes_per_entry(c)};
 }
 
 std::size_t pages(std::size_t bytes) { return (bytes + 4095) / 4096 * 4096; }

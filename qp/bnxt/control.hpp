@@ -39,6 +39,11 @@ namespace rig::qp::bnxt {
 
 namespace fw = ::rig::firmware::bnxt;
 
+// Static WQE mode's SGEs (qplib_fp.c: sq_sge and rq_sge of the device's max_sge, 6): a receive
+// WQE of 32 + 6 x 16 = 128 bytes, the data path's (docs/bnxt-data-path.md "Queues"). Every
+// queue pair's (control_qp.cpp); bench-scale sizes the model's receive shadow by it.
+inline constexpr std::uint8_t wqe_sges = 6;
+
 // The firmware objects of one queue pair, and of one region.
 struct qp_objects final : detail::family_objects {
     fw::cq send_cq;

@@ -17,10 +17,6 @@ namespace babi = ::rig::bnxt::abi;
 
 namespace {
 
-// Static WQE mode's SGEs (qplib_fp.c: sq_sge and rq_sge of the device's max_sge, 6): a receive
-// WQE of 32 + 6 x 16 = 128 bytes, the data path's (docs/bnxt-data-path.md "Queues").
-constexpr std::uint8_t sges = 6;
-
 qp_status status_of(std::uint8_t state) noexcept {
     switch (state) {
     case babi::CMDQ_MODIFY_QP_NEW_STATE_RESET: return qp_status::reset;
@@ -164,8 +160,8 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const 
                             .dpi = dpi,
                             .sq_entries = entries,
                             .rq_entries = entries,
-                            .sq_sge = sges,
-                            .rq_sge = sges,
+                            .sq_sge = wqe_sges,
+                            .rq_sge = wqe_sges,
                             .handle = ++_next_qp_handle};
     auto q = fw::qp::create(commands(), _fn, stranded_registry(), qpp, by());
     if (!q) {

@@ -27,6 +27,11 @@ namespace rig::qp::mlx5 {
 
 namespace fw = ::rig::firmware::mlx5;
 
+// A receive WQE of 16 << 1 = 32 bytes: one data segment and the end-of-list segment, or the two
+// a 2^31-byte message takes (abi write_receive). Every queue pair's (control_qp.cpp); bench-scale
+// sizes the model's receive shadow by it.
+inline constexpr std::uint8_t receive_stride_log = 1;
+
 // The firmware objects of one queue pair, and of one region.
 struct qp_objects final : detail::family_objects {
     fw::cq send_cq;

@@ -91,9 +91,7 @@ result<void> control::make_qp(detail::qp_state& s, std::uint8_t log_ring, const 
                             .uar = *_uar,
                             .log_sq_size = log_ring,
                             .log_rq_size = log_ring,
-                            // 32-byte receives: one data segment and the end-of-list segment,
-                            // or the two a 2^31-byte message takes (abi write_receive)
-                            .log_rq_stride = 1};
+                            .log_rq_stride = receive_stride_log};
     auto q = fw::qp::create(commands(), _fn, stranded_registry(), *_records, qpp, by());
     if (!q) {
         return give_back(q.error());

@@ -48,6 +48,17 @@ bool connected(std::uint8_t state) noexcept {
 
 }  // namespace
 
+roce::qp_config rc_rings(std::uint32_t sq_entries, std::uint32_t rq_entries, std::uint8_t rq_sge) noexcept {
+    roce::qp_config c;
+    c.sq_size = engine_ring(sq_entries);
+    c.rq_size = engine_ring(rq_entries);
+    c.rq_max_sge = static_cast<std::uint8_t>(
+        std::clamp<std::size_t>(std::min<std::size_t>(rq_sge, abi::static_max_sge), 1, roce::max_sge));
+    const std::size_t per_wqe = std::max(abi::static_max_sge * sizeof(roce::sge), abi::static_max_inline);
+    c.sq_payload_bytes = static_cast<std::uint32_t>(std::min(sq_entries, c.sq_size) * per_wqe);
+    return c;
+}
+
 void function_model::attach_wire(roce::wire& w) {
     std::lock_guard g(_lock);
     if (_datapath) {
@@ -383,11 +394,11 @@ bool datapath::configure(qp_slot& s, const roce_qp& q) {
             c.gid[i] = static_cast<std::byte>(gids[a.sgid_index]->gid[i]);
         }
     }
-    c.sq_size = engine_ring(q.sq_entries);
-    c.rq_size = engine_ring(q.rq_entries);
-    // parse_receive_wqe takes at most rq_sge (and the static WQE's 6) scatter entries a receive
-    c.rq_max_sge = static_cast<std::uint8_t>(std::clamp<std::size_t>(
-        std::min<std::size_t>(q.rq_sge, abi::static_max_sge), 1, roce::max_sge));
+    const roce::qp_config rings = rc_rings(q.sq_entries, q.rq_entries, q.rq_sge);
+    c.sq_size = rings.sq_size;
+    c.rq_size = rings.rq_size;
+    c.rq_max_sge = rings.rq_max_sge;
+    c.sq_payload_bytes = rings.sq_payload_bytes;
     try {
         s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);
         s.psn.dp = this;

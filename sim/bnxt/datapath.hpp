@@ -56,6 +56,12 @@ namespace rig::sim::bnxt {
 
 class function_model;
 
+// The rc_qp rings of an RC QP of sq_entries static-mode send WQEs and rq_entries receives of
+// rq_sge SGEs (datapath::configure; bench-scale's memory rows): the engine's rings are powers of
+// two, a receive holds what parse_receive_wqe takes (rq_sge, the static WQE's 6 at most), and
+// the sends not yet completed, sq_entries at most, each hold 6 SGEs or 96 inline bytes at most.
+roce::qp_config rc_rings(std::uint32_t sq_entries, std::uint32_t rq_entries, std::uint8_t rq_sge) noexcept;
+
 // What a pass found in one static-mode send WQE (wqe.cpp): the request, or that it is malformed.
 struct parsed_send {
     roce::send_request request;

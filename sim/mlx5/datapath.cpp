@@ -53,6 +53,16 @@ rig::roce::gid gid_bytes(const std::array<std::uint8_t, 16>& g) noexcept {
 
 }  // namespace
 
+roce::qp_config rc_rings(std::uint8_t log_sq_size, std::uint8_t log_rq_size, std::uint8_t log_rq_stride) noexcept {
+    roce::qp_config c;
+    c.sq_size = 1u << std::min<std::uint8_t>(log_sq_size, 15);
+    c.rq_size = 1u << std::min<std::uint8_t>(log_rq_size, 15);
+    c.rq_max_sge = static_cast<std::uint8_t>(
+        std::min<std::size_t>(std::size_t{1} << std::min<std::uint8_t>(log_rq_stride, 8), roce::max_sge));
+    c.sq_payload_bytes = c.sq_size * 64;
+    return c;
+}
+
 void function_model::attach_wire(roce::wire& w) {
     std::lock_guard g(_lock);
     if (_datapath) {
@@ -129,7 +139,8 @@ bool datapath::pass(roce::clock::time_point now) {
 }
 
 // The slots whose send counter is to be read: a BlueFlame write on their UAR page, a state
-// change, or a ring that was full. One whose rc_qp is still full stays for the next pass.
+// change, or a ring that was full. One whose rc_qp is still full (its entries, or its payload
+// store: rc_qp::post_send) stays for the next pass.
 bool datapath::fetch_looked_at() {
     bool did = false;
     _fetch.walk([&](qp_slot& s) {
@@ -137,7 +148,7 @@ bool datapath::fetch_looked_at() {
             return false;
         }
         did = fetch_sends(s, *s.q) || did;
-        return s.rc->send_room() == 0;
+        return s.sq_behind;
     });
     return did;
 }
@@ -304,7 +315,7 @@ void datapath::follow_objects() {
         slot.room = 0;
         if (slot.dbr_addr != cq.dbr_addr) {  // a new CQ (or one made again): arms count from now
             slot.dbr_addr = cq.dbr_addr;
-            touch_buffer(cq.pas, cq.log_page_size, cq.page_offset, std::size_t{64} << cq.log_cq_size, true);
+            touch(cq.pas, cq.log_page_size, cq.page_offset, std::size_t{64} << cq.log_cq_size, true);
             std::array<std::byte, 4> word{};
             slot.arm_word = _dma != nullptr && _dma->read(cq.dbr_addr + rig::mlx5::abi::cq_dbr::arm, word)
                                 ? abi::load_be<std::uint32_t>(word.data())
@@ -324,7 +335,7 @@ void datapath::follow_objects() {
 
 // Each page of a queue or CQ buffer the data path will read (or write), touched once now, on
 // the firmware's side of the object's making, rather than by its first entries (dma_space::touch).
-void datapath::touch_buffer(std::span<const std::uint64_t> pas, std::uint8_t log_page_size, std::uint32_t page_offset,
+void datapath::touch(std::span<const std::uint64_t> pas, std::uint8_t log_page_size, std::uint32_t page_offset,
                             std::size_t bytes, bool for_write) noexcept {
     if (_dma == nullptr) {
         return;
@@ -475,12 +486,11 @@ bool datapath::configure(qp_slot& s, const qp_object& q) {
     if (c.udp_sport == 0) {
         c.udp_sport = 0xc000;
     }
-    c.sq_size = 1u << std::min<std::uint8_t>(q.log_sq_size, 15);
-    c.rq_size = 1u << std::min<std::uint8_t>(q.log_rq_size, 15);
-    // a receive WQE of 16 << log_rq_stride bytes holds that many 16-byte data segments
-    // (parse_receive_wqe), and never more than max_sge
-    c.rq_max_sge = static_cast<std::uint8_t>(std::min<std::size_t>(std::size_t{1} << std::min<std::uint8_t>(q.log_rq_stride, 8),
-                                                                    roce::max_sge));
+    const roce::qp_config rings = rc_rings(q.log_sq_size, q.log_rq_size, q.log_rq_stride);
+    c.sq_size = rings.sq_size;
+    c.rq_size = rings.rq_size;
+    c.rq_max_sge = rings.rq_max_sge;
+    c.sq_payload_bytes = rings.sq_payload_bytes;
     const bool to_rtr = q.state == ifc::qpc_state::rtr || q.state == ifc::qpc_state::rts;
     try {
         s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);
@@ -520,7 +530,7 @@ bool datapath::configure(qp_slot& s, const qp_object& q) {
         log().warn("mlx5 data path: QP {:#x} uses another GID than the function's first QP: its frames "
                    "are not received", q.qpn);
     }
-    touch_buffer(q.pas, q.log_page_size, q.page_offset, q.rq_bytes() + q.sq_bytes(), false);
+    touch(q.pas, q.log_page_size, q.page_offset, q.rq_bytes() + q.sq_bytes(), false);
     s.host.dp = this;
     s.host.slot = &s;
     s.rc->set_host(&s.host);

@@ -63,6 +63,12 @@ class function_model;
 struct qp_object;
 struct cq_object;
 
+// The rc_qp rings of a QP of 2^log_sq_size 64-byte send blocks and 2^log_rq_size receives of
+// 16 << log_rq_stride bytes (datapath::configure; bench-scale's memory rows): a receive holds
+// the data segments its stride does (parse_receive_wqe), and the sends not yet completed hold
+// no more scatter entries and inline bytes than their WQEs, which the ring holds.
+roce::qp_config rc_rings(std::uint8_t log_sq_size, std::uint8_t log_rq_size, std::uint8_t log_rq_stride) noexcept;
+
 // What a pass found in one send WQE (wqe.cpp): the request, or why it is malformed.
 struct parsed_send {
     roce::send_request request;
@@ -145,6 +151,7 @@ private:
         std::uint32_t sq_taken = 0;   // blocks fetched (free-running; the record holds 16 bits)
         std::uint32_t rq_taken = 0;   // receive WQEs fetched
         bool sq_look = false;         // in _fetch (or, on the control path, asked to be)
+        bool sq_behind = false;       // the last fetch left WQEs the rc_qp did not take (full)
         bool attended = false;        // in _attend
         // Its doorbell record in host memory (dma_space::readable), read every time its UAR
         // page rings: found again when the record's IOVA or the DMA windows changed.
@@ -177,7 +184,7 @@ private:
     // all with the function model's lock held
     bool pass(roce::clock::time_point now);
     void follow_objects();
-    void touch_buffer(std::span<const std::uint64_t> pas, std::uint8_t log_page_size, std::uint32_t page_offset,
+    void touch(std::span<const std::uint64_t> pas, std::uint8_t log_page_size, std::uint32_t page_offset,
                       std::size_t bytes, bool for_write) noexcept;
     void follow_mkeys();
     void follow_qps();

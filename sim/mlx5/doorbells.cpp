@@ -230,6 +230,7 @@ bool datapath::read_counter(qp_slot& s, const qp_object& q, std::uint64_t offset
 }
 
 bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
+    s.sq_behind = false;
     std::uint32_t counter = 0;
     if (!read_counter(s, q, db::qp_dbr::send_counter, counter)) {
         return false;
@@ -287,6 +288,7 @@ bool datapath::fetch_sends(qp_slot& s, const qp_object& q) {
         pending -= p.blocks;
         ++fetched;
     }
+    s.sq_behind = pending != 0;   // the rc_qp was full: looked at again next pass
     // this thread is the counter's only writer: a plain add, not a locked one
     _wqes.store(_wqes.load(std::memory_order_relaxed) + fetched, std::memory_order_relaxed);
     return fetched != 0;

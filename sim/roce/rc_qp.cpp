@@ -116,6 +116,7 @@ rc_qp::rc_qp(memory& mem, port& wire_port, const qp_config& config)
         throw std::invalid_argument("roce::rc_qp: qpn " + std::to_string(config.qpn) + " is wider than 24 bits");
     }
     _sq.resize(config.sq_size);
+    _sq_payload.resize(payload_units(config));
     _rq.resize(config.rq_size);
     _rq_sg.resize(std::size_t{config.rq_size} * config.rq_max_sge);
     _send_done.slots.resize(config.sq_size);
@@ -192,6 +193,7 @@ void rc_qp::reset() noexcept {
     _state = qp_state::reset;
     _counters = {};
     _sq_post = _sq_done = _sq_started = _tx_entry = _una_entry = 0;
+    _payload_next = _payload_at = 0;
     _tx_psn = _next_psn = _sent_end = _una = 0;
     _reads_outstanding = 0;
     _timer_armed = _rnr_waiting = _gap_rewound = false;
@@ -237,24 +239,31 @@ std::uint32_t rc_qp::receive_room() const noexcept {
     return _config.rq_size - (_rq_post - _rq_done) - _receive_done.size();
 }
 
-// The parts of a request in use: a request is ~600 bytes, most of them unused scatter entries
-// and inline room, and copying it whole was a visible share of a small message's cost.
-void rc_qp::copy_request(send_request& to, const send_request& r) noexcept {
-    to.index = r.index;
-    to.op = r.op;
-    to.signaled = r.signaled;
-    to.sge_count = r.sge_count;
-    to.is_inline = r.is_inline;
-    to.inline_bytes = r.inline_bytes;
-    to.remote_va = r.remote_va;
-    to.rkey = r.rkey;
-    to.with_immediate = r.with_immediate;
-    to.immediate = r.immediate;
-    if (r.is_inline) {
-        std::memcpy(to.inline_data.data(), r.inline_data.data(), std::min<std::size_t>(r.inline_bytes, max_inline));
-    } else {
-        std::copy_n(r.sg.begin(), std::min<std::size_t>(r.sge_count, max_sge), to.sg.begin());
+// The entry's payload, `units` of 16 bytes, at the store's next place, or at its start when it
+// would cross the end (an entry's scatter list is one span). What the entries not yet completed
+// hold runs from the oldest one's stored_from to _payload_next; a store that is empty starts
+// again at 0.
+bool rc_qp::store_payload(send_entry& e, const send_request& r, std::uint32_t units) noexcept {
+    const auto capacity = static_cast<std::uint32_t>(_sq_payload.size());
+    if (_sq_done == _sq_post) {
+        _payload_at = 0;
     }
+    const bool wraps = _payload_at + units > capacity;   // also when the last entry ended at the end
+    const std::uint32_t skip = wraps ? capacity - _payload_at : 0;
+    const std::uint32_t held = _sq_done == _sq_post ? 0 : _payload_next - sq(_sq_done).stored_from;
+    if (held + skip + units > capacity) {
+        return false;
+    }
+    e.stored_from = _payload_next;
+    e.payload = wraps ? 0 : _payload_at;
+    if (e.is_inline) {
+        std::memcpy(_sq_payload.data() + e.payload, r.inline_data.data(), r.inline_bytes);
+    } else {
+        std::copy_n(r.sg.begin(), e.sge_count, _sq_payload.begin() + e.payload);
+    }
+    _payload_next += skip + units;
+    _payload_at = e.payload + units;
+    return true;
 }
 
 bool rc_qp::post_send(const send_request& r) noexcept {
@@ -262,20 +271,32 @@ bool rc_qp::post_send(const send_request& r) noexcept {
         return false;
     }
     send_entry& e = sq(_sq_post);
-    copy_request(e.wr, r);
-    e.first_psn = e.packets = 0;
     e.local_error = completion_status::success;
-    // a request the NIC cannot run completes with a local QP operation error
+    e.bytes = 0;
+    // a request the NIC cannot run completes with a local QP operation error, and keeps no payload
     if (r.sge_count > max_sge || (r.is_inline && (r.inline_bytes > max_inline || r.op == work_op::read)) ||
         (r.with_immediate && r.op == work_op::read)) {
         e.local_error = completion_status::local_qp_operation;
-        e.bytes = 0;
+    } else if (r.length() > max_message) {
+        e.local_error = completion_status::local_length;
     } else {
         e.bytes = r.length();
-        if (e.bytes > max_message) {
-            e.local_error = completion_status::local_length;
-        }
     }
+    const bool keep = e.local_error == completion_status::success;
+    e.is_inline = keep && r.is_inline;
+    e.sge_count = keep && !r.is_inline ? r.sge_count : 0;
+    const auto units = static_cast<std::uint32_t>(e.is_inline ? (r.inline_bytes + sizeof(sge) - 1) / sizeof(sge) : e.sge_count);
+    if (!store_payload(e, r, units)) {
+        return false;   // e is the next entry's slot, unposted: nothing else changed
+    }
+    e.index = r.index;
+    e.op = r.op;
+    e.signaled = r.signaled;
+    e.remote_va = r.remote_va;
+    e.rkey = r.rkey;
+    e.with_immediate = r.with_immediate;
+    e.immediate = r.immediate;
+    e.first_psn = e.packets = 0;
     ++_sq_post;
     if (_state == qp_state::error) {
         complete_send(e, completion_status::flushed);
@@ -295,9 +316,7 @@ bool rc_qp::post_receive(const receive_request& r) noexcept {
     e.index = r.index;
     e.sge_count = r.sge_count;   // more than rq_max_sge: the responder fails it at its use
     e.capacity = r.capacity();
-    const std::size_t kept = std::min<std::size_t>(r.sge_count, _config.rq_max_sge);
-    std::copy_n(r.sg.begin(), kept,
-                _rq_sg.begin() + static_cast<std::ptrdiff_t>(std::size_t{_rq_post & (_config.rq_size - 1)} * _config.rq_max_sge));
+    std::copy_n(r.sg.begin(), std::min<std::size_t>(r.sge_count, _config.rq_max_sge), rq_sg(_rq_post).begin());
     ++_rq_post;
     if (_state == qp_state::error) {
         complete_receive(rq(_rq_done), completion_status::flushed, 0);
@@ -317,11 +336,11 @@ bool rc_qp::take(completion_side side, completion& out) noexcept {
 }
 
 void rc_qp::complete_send(const send_entry& e, completion_status status) noexcept {
-    if (status == completion_status::success && !e.wr.signaled) {
+    if (status == completion_status::success && !e.signaled) {
         return;
     }
-    _send_done.push({completion_side::send, e.wr.index, status,
-                     status == completion_status::success ? static_cast<std::uint32_t>(e.bytes) : 0u, e.wr.op});
+    _send_done.push({completion_side::send, e.index, status,
+                     status == completion_status::success ? static_cast<std::uint32_t>(e.bytes) : 0u, e.op});
     if (_host != nullptr) {
         _host->needs_attention();
     }
@@ -337,14 +356,16 @@ void rc_qp::complete_receive(const receive_entry& e, completion_status status, s
 
 // ---- local memory ----------------------------------------------------------------------------------
 
-mem_status rc_qp::gather(const send_request& r, std::uint64_t offset, std::span<std::byte> out) const noexcept {
-    if (r.is_inline) {
-        std::memcpy(out.data(), r.inline_data.data() + offset, out.size());
+mem_status rc_qp::gather(const send_entry& e, std::uint64_t offset, std::span<std::byte> out) const noexcept {
+    if (e.is_inline) {
+        std::memcpy(out.data(), inline_bytes(e).data() + offset, out.size());
         return mem_status::ok;
     }
     std::size_t done = 0;
-    for (std::size_t i = 0; i < r.sge_count && done < out.size(); ++i) {
-        const sge& s = r.sg[i];
+    for (const sge& s : sges(e)) {
+        if (done == out.size()) {
+            break;
+        }
         if (offset >= s.length) {
             offset -= s.length;
             continue;
@@ -430,12 +451,11 @@ frame* rc_qp::start_frame(const proto::transport& t, const std::byte* payload, s
     return f;
 }
 
-const std::byte* rc_qp::reference(const send_request& r, std::uint64_t offset, std::size_t n) const noexcept {
-    if (r.is_inline || n == 0) {
+const std::byte* rc_qp::reference(const send_entry& e, std::uint64_t offset, std::size_t n) const noexcept {
+    if (e.is_inline || n == 0) {
         return nullptr;
     }
-    for (std::size_t i = 0; i < r.sge_count && i < max_sge; ++i) {
-        const sge& s = r.sg[i];
+    for (const sge& s : sges(e)) {
         if (offset >= s.length) {
             offset -= s.length;
             continue;

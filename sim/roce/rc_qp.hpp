@@ -57,6 +57,13 @@ struct qp_config {
     // them (mlx5 its stride / 16, bnxt rq_sge), and the receive shadow keeps this many an entry,
     // not max_sge (issue 17 "Memory"). A receive posted with more completes in error at its use.
     std::uint8_t rq_max_sge = max_sge;
+    // The bytes of scatter lists (16 an entry) and inline data that the send entries not yet
+    // completed hold together at most. The family's send ring bounds them (mlx5: the ring's
+    // bytes, as each WQE carries its own; bnxt: its WQEs' room), and the send shadow keeps them
+    // out of line, in a store that big, not 256 bytes in every entry (issue 17 "Memory").
+    // 0: sq_size x 256, any entries at all. A send that does not fit is not taken (post_send
+    // false) until earlier ones complete.
+    std::uint32_t sq_payload_bytes = 0;
 };
 
 // INIT -> RTR: where the peer is and what this side expects of it.
@@ -183,8 +190,8 @@ public:
     // the queue pair or is unset first). nullptr, the default: nobody.
     void set_host(qp_host* h) noexcept { _host = h; }
 
-    // ---- posting (data path). false: the ring (entries + untaken completions) is full, nothing
-    // posted. Allowed in INIT, RTR (sends wait for RTS), RTS, and ERROR (completes flushed).
+    // ---- posting (data path). false: the ring (entries + untaken completions), or for a send
+    // the payload store (qp_config::sq_payload_bytes), is full; nothing posted. Allowed in INIT, RTR (sends wait for RTS), RTS, and ERROR (completes flushed).
     // A malformed request completes with local_qp_operation and fails the queue pair.
     bool post_send(const send_request& r) noexcept;
     bool post_receive(const receive_request& r) noexcept;
@@ -213,24 +220,38 @@ public:
     // Fires timers and sends what the window allows; true when it did something.
     bool transmit(clock::time_point now) noexcept;
 
-    // The state one entry of each ring costs (bench-scale's memory rows): a send shadow entry, a
-    // receive entry with room for rq_max_sge scatter entries, one completion slot.
+    // The state one entry of each ring costs (bench-scale's memory rows), for a queue pair of
+    // `c`: a send shadow entry with its share of the payload store, a receive entry with room
+    // for rq_max_sge scatter entries, one completion slot.
     struct entry_bytes {
         std::size_t send, receive, completion;
     };
-    static entry_bytes bytes_per_entry(std::uint8_t rq_max_sge) noexcept {
-        return {sizeof(send_entry), sizeof(receive_entry) + std::size_t{rq_max_sge} * sizeof(sge), sizeof(completion)};
+    static entry_bytes bytes_per_entry(const qp_config& c) noexcept {
+        return {sizeof(send_entry) + payload_units(c) * sizeof(sge) / c.sq_size,
+                sizeof(receive_entry) + std::size_t{c.rq_max_sge} * sizeof(sge), sizeof(completion)};
     }
 
 private:
     friend class engine;   // its schedule of the queue pairs that have something to send (engine.hpp)
 
+    // A posted send: the request's fields but its scatter list or inline bytes, which lie in
+    // _sq_payload (payload_of), and what the requester adds. 56 bytes, not the request's 288.
     struct send_entry {
-        send_request wr;
-        completion_status local_error = completion_status::success;  // found at post or start
+        std::uint64_t remote_va = 0;
+        std::uint64_t bytes = 0;          // the message's
+        std::uint32_t index = 0;          // send_request::index
+        std::uint32_t rkey = 0;
+        std::uint32_t immediate = 0;
         std::uint32_t first_psn = 0;
         std::uint32_t packets = 0;
-        std::uint64_t bytes = 0;
+        std::uint32_t stored_from = 0;    // _payload_next as it was posted: what its retirement frees
+        std::uint32_t payload = 0;        // the unit of _sq_payload its payload starts at
+        work_op op = work_op::send;
+        bool signaled = true;
+        bool is_inline = false;
+        bool with_immediate = false;
+        std::uint8_t sge_count = 0;       // kept in _sq_payload (0 when inline or refused)
+        completion_status local_error = completion_status::success;  // found at post or start
     };
     // A posted receive; its scatter list lies in _rq_sg (rq_sges), sge_count as posted.
     struct receive_entry {
@@ -259,7 +280,21 @@ private:
     enum class inbound : std::uint8_t { none, send, write };
 
     // rc_qp.cpp
-    static void copy_request(send_request& to, const send_request& r) noexcept;
+    // The payload store's 16-byte units for `c`: its sq_payload_bytes (0: sq_size x 256) and
+    // room for one more inline entry, so that an entry that would cross the store's end and goes
+    // to its start instead never finds it full while the family's bound holds.
+    static std::size_t payload_units(const qp_config& c) noexcept {
+        const std::size_t bytes = c.sq_payload_bytes != 0 ? c.sq_payload_bytes : std::size_t{c.sq_size} * max_inline;
+        return (bytes + sizeof(sge) - 1) / sizeof(sge) + max_inline / sizeof(sge);
+    }
+    // Where a new entry's `units` go: false when the store has no room for them now.
+    bool store_payload(send_entry& e, const send_request& r, std::uint32_t units) noexcept;
+    std::span<const sge> sges(const send_entry& e) const noexcept {
+        return std::span(_sq_payload).subspan(e.payload, e.sge_count);
+    }
+    std::span<const std::byte> inline_bytes(const send_entry& e) const noexcept {
+        return std::as_bytes(std::span(_sq_payload)).subspan(std::size_t{e.payload} * sizeof(sge), e.bytes);
+    }
     void enter_error() noexcept;
     // Tells the engine this queue pair has something to send (engine::schedule), if it is in one.
     void schedule() noexcept;
@@ -270,14 +305,17 @@ private:
     void complete_receive(const receive_entry& e, completion_status status, std::uint32_t bytes,
                           work_op by = work_op::send, std::optional<std::uint32_t> imm = std::nullopt) noexcept;
     send_entry& sq(std::uint32_t i) noexcept { return _sq[i & (_config.sq_size - 1)]; }
-    receive_entry& rq(std::uint32_t i) noexcept { return _rq[i & (_config.rq_size - 1)]; }
-    std::span<const sge> rq_sges(std::uint32_t i) const noexcept {
-        const receive_entry& e = _rq[i & (_config.rq_size - 1)];
-        return std::span(_rq_sg).subspan(std::size_t{i & (_config.rq_size - 1)} * _config.rq_max_sge,
-                                         std::min<std::size_t>(e.sge_count, _config.rq_max_sge));
+    std::uint32_t rq_slot(std::uint32_t i) const noexcept { return i & (_config.rq_size - 1); }
+    receive_entry& rq(std::uint32_t i) noexcept { return _rq[rq_slot(i)]; }
+    // A receive's scatter list: entry i's from i x rq_max_sge of _rq_sg
+    std::span<sge> rq_sg(std::uint32_t i) noexcept {
+        return std::span(_rq_sg).subspan(std::size_t{rq_slot(i)} * _config.rq_max_sge, _config.rq_max_sge);
+    }
+    std::span<const sge> rq_sges(std::uint32_t i) noexcept {
+        return rq_sg(i).first(std::min<std::size_t>(rq(i).sge_count, _config.rq_max_sge));
     }
     // gathers/scatters `bytes` at `offset` of a request's scatter list
-    mem_status gather(const send_request& r, std::uint64_t offset, std::span<std::byte> out) const noexcept;
+    mem_status gather(const send_entry& e, std::uint64_t offset, std::span<std::byte> out) const noexcept;
     mem_status scatter(std::span<const sge> sg, std::uint64_t offset, std::span<const std::byte> in) noexcept;
     // An inbound WRITE's payload into its place at _in_va + _in_offset: now, or joined to the
     // copy waiting (finish_copies) when it continues it in both memories. false: refused.
@@ -294,7 +332,7 @@ private:
     // `n` bytes at `offset` of a request's scatter list by reference, when they lie in one
     // scatter entry that memory::reference can point at; nullptr: gather them (which also
     // refuses what the checks refuse).
-    const std::byte* reference(const send_request& r, std::uint64_t offset, std::size_t n) const noexcept;
+    const std::byte* reference(const send_entry& e, std::uint64_t offset, std::size_t n) const noexcept;
     void send_frame(frame* f) noexcept;
     bool send_empty(const rig::roce::transport& t) noexcept;   // ACK, NAK, READ request
 
@@ -338,6 +376,9 @@ private:
 
     // ---- send queue and requester (free-running entry counters, PSNs 24-bit)
     std::vector<send_entry> _sq;
+    std::vector<sge> _sq_payload;   // the entries' scatter lists and inline bytes, 16-byte units, in post order
+    std::uint32_t _payload_next = 0;  // units taken so far (free-running; skips at the end included)
+    std::uint32_t _payload_at = 0;    // where the next entry's payload goes
     std::uint32_t _sq_post = 0;     // next slot posted
     std::uint32_t _sq_done = 0;     // oldest entry without completion
     std::uint32_t _sq_started = 0;  // next entry without PSNs

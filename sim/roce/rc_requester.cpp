@@ -57,12 +57,11 @@ bool rc_qp::start_next_entry() noexcept {
     // (send_request_packet), which reads that entry whole with the same key, range and right
     // and fails it the same way, local protection, before any of its bytes leave: checking it
     // here too would look the region up twice per small message.
-    const bool gather_checks = e.wr.op != work_op::read && e.wr.sge_count == 1 && e.wr.sg[0].length != 0 &&
+    const bool gather_checks = e.op != work_op::read && e.sge_count == 1 && sges(e)[0].length != 0 &&
                                e.bytes <= _path.mtu;
-    if (e.local_error == completion_status::success && !e.wr.is_inline && !gather_checks) {
-        const std::uint8_t needed = e.wr.op == work_op::read ? access_local_write : access_local_read;
-        for (std::size_t i = 0; i < e.wr.sge_count; ++i) {
-            const sge& s = e.wr.sg[i];
+    if (e.local_error == completion_status::success && !e.is_inline && !gather_checks) {
+        const std::uint8_t needed = e.op == work_op::read ? access_local_write : access_local_read;
+        for (const sge& s : sges(e)) {
             if (_mem.check(s.key, _config.pd, s.va, s.length, needed) != mem_status::ok) {
                 e.local_error = completion_status::local_protection;
                 break;
@@ -73,13 +72,13 @@ bool rc_qp::start_next_entry() noexcept {
         retire_completed();
         return false;
     }
-    if (e.wr.op == work_op::read && _reads_outstanding >= _send.max_rd_atomic) {
+    if (e.op == work_op::read && _reads_outstanding >= _send.max_rd_atomic) {
         return false;
     }
     e.first_psn = _next_psn;
     e.packets = packets_of(e.bytes, _path.mtu);
     _next_psn = psn_add(_next_psn, e.packets);
-    if (e.wr.op == work_op::read) {
+    if (e.op == work_op::read) {
         ++_reads_outstanding;
     }
     ++_sq_started;
@@ -95,11 +94,11 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
     t.psn = _tx_psn;
     std::uint32_t next_psn;
     frame* f = nullptr;
-    if (e.wr.op == work_op::read) {
+    if (e.op == work_op::read) {
         // one request for the rest of the READ; its responses take the PSNs up to the end
         t.op = proto::opcode::read_request;
-        t.va = e.wr.remote_va + offset;
-        t.rkey = e.wr.rkey;
+        t.va = e.remote_va + offset;
+        t.rkey = e.rkey;
         t.dma_length = static_cast<std::uint32_t>(e.bytes - std::min(offset, e.bytes));
         t.ack_req = true;
         next_psn = psn_add(e.first_psn, e.packets);
@@ -109,29 +108,29 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
         }
     } else {
         const auto len = static_cast<std::size_t>(std::min<std::uint64_t>(_path.mtu, e.bytes - offset));
-        const bool write = e.wr.op == work_op::write;
+        const bool write = e.op == work_op::write;
         t.op = segment_opcode(write ? proto::opcode::write_first : proto::opcode::send_first, seg, e.packets);
         const bool last = seg + 1 == e.packets;
-        if (last && e.wr.with_immediate) {
+        if (last && e.with_immediate) {
             t.op = with_immediate(t.op);
-            t.immediate = e.wr.immediate;
+            t.immediate = e.immediate;
         }
         if (write && seg == 0) {
-            t.va = e.wr.remote_va;
-            t.rkey = e.wr.rkey;
+            t.va = e.remote_va;
+            t.rkey = e.rkey;
             t.dma_length = static_cast<std::uint32_t>(e.bytes);
         }
         t.ack_req = last || seg % 16 == 15 || psn_diff(psn_add(_tx_psn, 1), _una) >= static_cast<std::int32_t>(_send.max_inflight);
         // The payload stays in host memory, by reference: the receiver copies it from there
         // (wire.hpp). Else (inline, pieces of several scatter entries, a window without fd, a
         // refused access) it goes from host memory straight into the frame.
-        if (const std::byte* ref = reference(e.wr, offset, len); ref != nullptr) {
+        if (const std::byte* ref = reference(e, offset, len); ref != nullptr) {
             if ((f = start_frame(t, ref, len)) == nullptr) {
                 return false;
             }
         } else if (std::span<std::byte> payload; (f = start_frame(t, len, payload)) == nullptr) {
             return false;
-        } else if (gather(e.wr, offset, payload) != mem_status::ok) {
+        } else if (gather(e, offset, payload) != mem_status::ok) {
             _port.release(f);
             e.local_error = completion_status::local_protection;   // e.g. deregistered after start
             retire_completed();
@@ -203,7 +202,7 @@ bool rc_qp::requester_timers(clock::time_point now) noexcept {
 bool rc_qp::go_back() noexcept {
     if (_locator != nullptr && _state == qp_state::rts && _una_entry != _sq_started) {
         const send_entry& e = sq(_una_entry);
-        const completion_status s = _locator->locate({e.wr.index, e.wr.op, e.wr.with_immediate, e.first_psn, e.packets, _una});
+        const completion_status s = _locator->locate({e.index, e.op, e.with_immediate, e.first_psn, e.packets, _una});
         if (s != completion_status::success) {
             retire_completed();   // the entries before it were acknowledged
             if (_state == qp_state::rts) {
@@ -225,7 +224,7 @@ void rc_qp::acknowledge_before(std::uint32_t psn, clock::time_point now) noexcep
     bool moved = false;
     while (psn_diff(psn, _una) > 0 && _una_entry != _sq_started) {
         const send_entry& e = sq(_una_entry);
-        if (e.wr.op == work_op::read) {
+        if (e.op == work_op::read) {
             if (!_gap_rewound) {
                 _gap_rewound = true;
                 go_back();
@@ -268,7 +267,7 @@ void rc_qp::on_progress(clock::time_point now) noexcept {
 void rc_qp::retire_completed() noexcept {
     for (; _sq_done != _una_entry; ++_sq_done) {
         const send_entry& e = sq(_sq_done);
-        if (e.wr.op == work_op::read) {
+        if (e.op == work_op::read) {
             --_reads_outstanding;
         }
         complete_send(e, completion_status::success);
@@ -361,7 +360,7 @@ void rc_qp::on_response(const proto::decoded& packet, clock::time_point now) noe
     }
     // A READ response: it acknowledges every PSN before it (an implicit ACK).
     const std::uint32_t entry = entry_of(psn);
-    if (entry == _sq_started || sq(entry).wr.op != work_op::read) {
+    if (entry == _sq_started || sq(entry).op != work_op::read) {
         return;
     }
     acknowledge_before(psn, now);
@@ -388,7 +387,7 @@ void rc_qp::on_response(const proto::decoded& packet, clock::time_point now) noe
     if (last != ends || packet.payload.size() != len) {
         return;   // not the response this PSN must carry: dropped, the timer recovers
     }
-    if (scatter(std::span(e.wr.sg).first(std::min<std::size_t>(e.wr.sge_count, max_sge)), offset, packet.payload) !=
+    if (scatter(sges(e), offset, packet.payload) !=
         mem_status::ok) {
         fail_entry_at(entry, completion_status::local_protection);
         return;

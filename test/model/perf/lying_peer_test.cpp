@@ -211,6 +211,7 @@ TEST_CASE("lying peer: a QP line with a wrong vaddr or rkey: the remote access e
     const std::string err = error_in_time(b, t0, exchange_timeout + slack);
     const std::string verb = kind == perf::test_kind::write_bw ? "send" : "read";
     const std::string status = rig::test::family_of(0) == family::bnxt ? "REMOTE_ACCESS_ERR" : "remote access error";
+    INFO("rig-perf's error: " << err);
     CHECK(err.starts_with("warm-up: " + verb + " completion: "));
     CHECK(err.find(status) != std::string::npos);
 }

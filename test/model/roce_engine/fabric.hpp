@@ -91,9 +91,11 @@ struct function {
     static std::uint64_t va(std::uint64_t offset) { return va_base + offset; }
     std::span<std::byte> at(std::uint64_t offset, std::size_t n) { return {host + offset, n}; }
 
-    sr::rc_qp& make_qp(std::uint32_t qpn, std::uint32_t ring = 256, std::uint8_t rq_max_sge = sr::max_sge) {
+    sr::rc_qp& make_qp(std::uint32_t qpn, std::uint32_t ring = 256, std::uint8_t rq_max_sge = sr::max_sge,
+                       std::uint32_t sq_payload_bytes = 0) {
         sr::qp_config c;
         c.rq_max_sge = rq_max_sge;
+        c.sq_payload_bytes = sq_payload_bytes;
         c.qpn = qpn;
         c.pd = pd;
         c.mac = port->mac();

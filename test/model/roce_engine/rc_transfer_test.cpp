@@ -279,3 +279,76 @@ TEST_CASE("a receive keeps its queue pair's rq_max_sge scatter entries: a SEND s
         CHECK_THROWS_AS(fb.make_qp(0x303, 256, bad), std::invalid_argument);
     }
 }
+
+// The send shadow keeps scatter lists and inline bytes out of line (qp_config::sq_payload_bytes):
+// 512 bytes asked for are 32 units of 16 and 16 more for an entry that goes back to the start.
+TEST_CASE("a send's scatter list and inline bytes wait in its queue pair's payload store: one that reaches the "
+          "store's end, one that goes back to its start, and one that does not fit is not taken until earlier "
+          "ones complete, every byte delivered") {
+    sr::wire w;
+    function fa{w, 1, 3 * mib};
+    function fb{w, 2, 3 * mib};
+    sr::rc_qp& a = planned(fa).make_qp(0x101, 8, sr::max_sge, 512);
+    sr::rc_qp& b = planned(fb).make_qp(0x202);
+    connect(a, fa, b, fb);
+    fill_random(fa.at(src, 8192), 21);
+    std::memset(fb.at(dst, 8192).data(), 0, 8192);
+    std::memset(fb.at(rcv, 512).data(), 0, 512);
+    auto inline_request = [](sr::work_op op, std::uint32_t index, std::uint64_t seed) {
+        sr::send_request r;
+        r.op = op;
+        r.index = index;
+        r.is_inline = true;
+        r.inline_bytes = sr::max_inline;   // 16 units
+        fill_random(std::span<std::byte>(r.inline_data), seed);
+        r.rkey = rkey;
+        r.remote_va = function::va(dst);
+        return r;
+    };
+    const sr::send_request x = inline_request(sr::work_op::write, 1, 1);   // units 0..15
+    const sr::send_request y = inline_request(sr::work_op::send, 2, 2);    // 16..31: waits for a receive (RNR)
+    REQUIRE(a.post_send(x));
+    REQUIRE(a.post_send(y));
+    sr::completion c;
+    REQUIRE(run_until({&fa, &fb}, [&] { return a.take(sr::completion_side::send, c); }));
+    CHECK(c.index == 1);
+    CHECK(std::memcmp(fb.host + dst, x.inline_data.data(), sr::max_inline) == 0);
+
+    sr::send_request z = request(sr::work_op::write, 3, lkey, 0, 0, rkey, function::va(dst + 1024));
+    z.sge_count = sr::max_sge;   // 32..47: up to the store's very end
+    for (std::uint32_t i = 0; i < sr::max_sge; ++i) {
+        z.sg[i] = {.va = function::va(src + 4096 - 200 * i), .key = lkey, .length = 100};
+    }
+    const sr::send_request v = request(sr::work_op::write, 4, lkey, function::va(src + 5000), 777, rkey,
+                                       function::va(dst + 4096));   // 0, where x was: x has completed
+    REQUIRE(a.post_send(z));
+    REQUIRE(a.post_send(v));
+    // y, z and v hold 33 units and one more inline entry does not fit: not taken, nothing changed
+    const std::uint32_t room = a.send_room();
+    const sr::send_request u = inline_request(sr::work_op::write, 5, 5);
+    CHECK_FALSE(a.post_send(u));
+    CHECK(a.send_room() == room);
+
+    REQUIRE(b.post_receive(receive(9, rcvkey, function::va(rcv), 512)));
+    std::vector<sr::completion> done;
+    REQUIRE(run_until({&fa, &fb}, [&] {
+        auto more = take_all(a, sr::completion_side::send);
+        done.insert(done.end(), more.begin(), more.end());
+        return done.size() == 3;
+    }));
+    for (std::size_t i = 0; i < done.size(); ++i) {
+        CHECK(done[i].index == 2 + i);
+        CHECK(done[i].status == sr::completion_status::success);
+    }
+    CHECK(std::memcmp(fb.host + rcv, y.inline_data.data(), sr::max_inline) == 0);
+    for (std::uint32_t i = 0; i < sr::max_sge; ++i) {
+        INFO("scatter entry " << i);
+        CHECK(checksum(fb.at(dst + 1024 + 100 * i, 100)) == checksum(fa.at(src + 4096 - 200 * i, 100)));
+    }
+    CHECK(checksum(fb.at(dst + 4096, 777)) == checksum(fa.at(src + 5000, 777)));
+    REQUIRE(a.post_send(u));   // now the store is empty
+    REQUIRE(run_until({&fa, &fb}, [&] { return a.take(sr::completion_side::send, c); }));
+    CHECK(c.index == 5);
+    CHECK(c.status == sr::completion_status::success);
+    CHECK(std::memcmp(fb.host + dst, u.inline_data.data(), sr::max_inline) == 0);
+}
