@@ -86,11 +86,11 @@ datapath::~datapath() {
 }
 
 bool datapath::step() noexcept {
-    std::lock_guard g(_fn._lock);
-    const auto now = roce::clock::now();   // read with the lock held (a waited pass is late)
-    const bool worked = pass(now);
-    _passes.fetch_add(1, std::memory_order_relaxed);
-    return worked;
+    return roce::step_when_free(_fn._lock, [this] {
+        const bool worked = pass(roce::clock::now());
+        _passes.fetch_add(1, std::memory_order_relaxed);
+        return worked;
+    });
 }
 
 void datapath::command_ran() {

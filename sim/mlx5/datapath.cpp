@@ -90,13 +90,11 @@ datapath::~datapath() {
 }
 
 bool datapath::step() noexcept {
-    std::lock_guard g(_fn._lock);
-    // the time is read once the lock is held: a pass that waited for a command (or the
-    // firmware thread) would otherwise run timers and frame due times on a stale clock
-    const auto now = roce::clock::now();
-    const bool worked = pass(now);
-    _passes.fetch_add(1, std::memory_order_relaxed);
-    return worked;
+    return roce::step_when_free(_fn._lock, [this] {
+        const bool worked = pass(roce::clock::now());
+        _passes.fetch_add(1, std::memory_order_relaxed);
+        return worked;
+    });
 }
 
 void datapath::command_ran() {

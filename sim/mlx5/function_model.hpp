@@ -264,6 +264,10 @@ public:
     // disarms it.
     static constexpr unsigned output_entry = ~0u;
     void corrupt_next_output_signature(unsigned block = output_entry);
+    // Test hook: the function's lock, held until the returned lock goes, as the firmware thread
+    // holds it while it runs a command; the function's data path passes meanwhile
+    // (roce::step_when_free).
+    std::unique_lock<std::mutex> hold_lock() const { return std::unique_lock(_lock); }
 
     // ---- inspection ----
     hca_state state() const;

@@ -12,7 +12,10 @@
 // (a card's doorbell latency is about 1 us). After that idle rounds back off (20 us doubling
 // to 1 ms), as the firmware thread does for EQ doorbells, so an idle model costs no core.
 // Each station's step takes its function's lock, which that function's firmware thread
-// shares: a round that found nothing yields the CPU, and a busy core yields every 64th round,
+// shares, and only when it is free (step_when_free): a command that holds it for long (an
+// INIT2RTR builds the queue pair's RC state under it) stops its own function's data path, as a
+// card's command does its function's, not every function of the core. A round that found
+// nothing yields the CPU, and a busy core yields every 64th round,
 // so that a waiting command gets the lock (a mutex taken back at once after its release would
 // starve the waiter; CFS/EEVDF charge a yield as a spent slice, so a per-round yield on a busy
 // core would starve the core instead).
@@ -44,6 +47,21 @@ protected:
     station(const station&) = default;
     station& operator=(const station&) = default;
 };
+
+// A station's step: `pass` under its function's `lock` when the lock is free; when another
+// thread holds it (the function's firmware thread running a command, its vfio-user thread) the
+// station is passed over this round and true returned, so that the core stays busy and comes
+// back next round while its other stations move on. Never a wait: a blocked core would stop
+// every function of the wire for one function's command (milliseconds for a queue pair's RC
+// state on a slow host).
+template <class Pass>
+bool step_when_free(std::mutex& lock, Pass&& pass) noexcept {
+    std::unique_lock held(lock, std::try_to_lock);
+    if (!held.owns_lock()) {
+        return true;
+    }
+    return pass();
+}
 
 class model_core {
 public:

@@ -477,3 +477,37 @@ TEST_CASE("mlx5 data path: two CQs of one UAR armed between two passes both rais
     CHECK(a.comp_events.load() == 2);  // a.cq's event, from the arm its record carried
     (void)cq2.destroy(a.q(), *a.m.f, a.h->stranded_registry(), soon());
 }
+
+// The model core runs every function of the wire; a function whose lock another thread holds
+// (its firmware thread running a command) is passed over, not waited for (roce::step_when_free).
+TEST_CASE("mlx5 data path: while a third function's lock is held, as its firmware thread holds it for a command, two "
+          "functions on the same model core move a WRITE; the third's passes start again once it is free",
+          "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w), c(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0x100, 0x200);
+    connect(b, qb, a, qa, 0x200, 0x100);
+    const auto* c_path = c.m.fn.data_path();
+    REQUIRE(c_path != nullptr);
+    {
+        const auto held = c.m.fn.hold_lock();
+        const std::uint64_t c_passes = c_path->passes();
+        fill(a.at(0), 4096, 5);
+        std::memset(b.at(8192), 0, 4096);
+        qa.sq->post(abi::write_op{a.local(0, 4096), b.remote(8192)}, true);
+        qa.sq->ring();
+        const auto done = a.wait(1);
+        REQUIRE(done.size() == 1);
+        INFO("syndrome " << int(done[0].syndrome));
+        CHECK(done[0].opcode == abi::cqe_opcode::req);
+        CHECK(std::memcmp(a.at(0), b.at(8192), 4096) == 0);
+        CHECK(c_path->passes() == c_passes);   // no pass of c ran without its lock
+    }
+    const std::uint64_t after = c_path->passes();
+    const auto until = clk::now() + 5s;
+    while (c_path->passes() == after && clk::now() < until) {
+        std::this_thread::sleep_for(100us);
+    }
+    CHECK(c_path->passes() > after);
+}
