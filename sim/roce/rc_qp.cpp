@@ -256,10 +256,10 @@ bool rc_qp::store_payload(send_entry& e, const send_request& r, std::uint32_t un
     }
     e.stored_from = _payload_next;
     e.payload = wraps ? 0 : _payload_at;
-    if (e.is_inline) {
+    if (units != 0 && r.is_inline) {
         std::memcpy(_sq_payload.data() + e.payload, r.inline_data.data(), r.inline_bytes);
     } else {
-        std::copy_n(r.sg.begin(), e.sge_count, _sq_payload.begin() + e.payload);
+        std::copy_n(r.sg.begin(), units, _sq_payload.begin() + e.payload);
     }
     _payload_next += skip + units;
     _payload_at = e.payload + units;
@@ -270,25 +270,27 @@ bool rc_qp::post_send(const send_request& r) noexcept {
     if (_state == qp_state::reset || send_room() == 0) {
         return false;
     }
-    send_entry& e = sq(_sq_post);
-    e.local_error = completion_status::success;
-    e.bytes = 0;
     // a request the NIC cannot run completes with a local QP operation error, and keeps no payload
+    completion_status error = completion_status::success;
+    std::uint64_t bytes = 0;
     if (r.sge_count > max_sge || (r.is_inline && (r.inline_bytes > max_inline || r.op == work_op::read)) ||
         (r.with_immediate && r.op == work_op::read)) {
-        e.local_error = completion_status::local_qp_operation;
-    } else if (r.length() > max_message) {
-        e.local_error = completion_status::local_length;
-    } else {
-        e.bytes = r.length();
+        error = completion_status::local_qp_operation;
+    } else if (bytes = r.length(); bytes > max_message) {
+        error = completion_status::local_length;
+        bytes = 0;
     }
-    const bool keep = e.local_error == completion_status::success;
+    const bool keep = error == completion_status::success;
+    const auto units = static_cast<std::uint32_t>(
+        !keep ? 0 : r.is_inline ? (r.inline_bytes + sizeof(sge) - 1) / sizeof(sge) : r.sge_count);
+    send_entry& e = sq(_sq_post);
+    if (!store_payload(e, r, units)) {
+        return false;   // the store is full: nothing posted, nothing changed
+    }
+    e.local_error = error;
+    e.bytes = bytes;
     e.is_inline = keep && r.is_inline;
     e.sge_count = keep && !r.is_inline ? r.sge_count : 0;
-    const auto units = static_cast<std::uint32_t>(e.is_inline ? (r.inline_bytes + sizeof(sge) - 1) / sizeof(sge) : e.sge_count);
-    if (!store_payload(e, r, units)) {
-        return false;   // e is the next entry's slot, unposted: nothing else changed
-    }
     e.index = r.index;
     e.op = r.op;
     e.signaled = r.signaled;

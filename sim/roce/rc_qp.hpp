@@ -287,7 +287,8 @@ private:
         const std::size_t bytes = c.sq_payload_bytes != 0 ? c.sq_payload_bytes : std::size_t{c.sq_size} * max_inline;
         return (bytes + sizeof(sge) - 1) / sizeof(sge) + max_inline / sizeof(sge);
     }
-    // Where a new entry's `units` go: false when the store has no room for them now.
+    // Stores r's scatter list or inline bytes, `units` of them (0: none), for entry `e`, and sets
+    // e.stored_from and e.payload; false, and nothing changed, when the store has no room now.
     bool store_payload(send_entry& e, const send_request& r, std::uint32_t units) noexcept;
     std::span<const sge> sges(const send_entry& e) const noexcept {
         return std::span(_sq_payload).subspan(e.payload, e.sge_count);
