@@ -381,7 +381,7 @@ datapath::connection datapath::connection_of(const roce_qp& q) {
 // INIT->RTR's path (qplib_fp.c bnxt_qplib_modify_qp names them).
 bool datapath::configure(qp_slot& s, const roce_qp& q) {
     const roce_qp_attributes& a = q.attributes;
-    roce::qp_config c;
+    roce::qp_config c = rc_rings(q.sq_entries, q.rq_entries, q.rq_sge);   // the rings; the rest below
     c.qpn = s.id;
     c.pd = q.pd;
     const auto mac = _fn._fw.options().mac;
@@ -394,11 +394,6 @@ bool datapath::configure(qp_slot& s, const roce_qp& q) {
             c.gid[i] = static_cast<std::byte>(gids[a.sgid_index]->gid[i]);
         }
     }
-    const roce::qp_config rings = rc_rings(q.sq_entries, q.rq_entries, q.rq_sge);
-    c.sq_size = rings.sq_size;
-    c.rq_size = rings.rq_size;
-    c.rq_max_sge = rings.rq_max_sge;
-    c.sq_payload_bytes = rings.sq_payload_bytes;
     try {
         s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);
         s.psn.dp = this;

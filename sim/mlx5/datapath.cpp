@@ -470,7 +470,7 @@ void datapath::follow_qps() {
 // Makes the rc_qp of a QP from its stored qpc: RST2INIT's rights, INIT2RTR's path. A QP that
 // reaches ERR from INIT gets one too, so that its entries complete flushed.
 bool datapath::configure(qp_slot& s, const qp_object& q) {
-    roce::qp_config c;
+    roce::qp_config c = rc_rings(q.log_sq_size, q.log_rq_size, q.log_rq_stride);   // the rings; the rest below
     c.qpn = q.qpn;
     c.pd = q.pd;
     const auto mac = _fn._fw.mac();
@@ -484,11 +484,6 @@ bool datapath::configure(qp_slot& s, const qp_object& q) {
     if (c.udp_sport == 0) {
         c.udp_sport = 0xc000;
     }
-    const roce::qp_config rings = rc_rings(q.log_sq_size, q.log_rq_size, q.log_rq_stride);
-    c.sq_size = rings.sq_size;
-    c.rq_size = rings.rq_size;
-    c.rq_max_sge = rings.rq_max_sge;
-    c.sq_payload_bytes = rings.sq_payload_bytes;
     const bool to_rtr = q.state == ifc::qpc_state::rtr || q.state == ifc::qpc_state::rts;
     try {
         s.rc = std::make_unique<roce::rc_qp>(*_memory, *_port, c);
