@@ -45,13 +45,20 @@ void spread_failure(Send& sq, Receive& rq) noexcept {
 }
 
 // After taking in every CQE the NIC wrote: the failure it reported for the queue pair by event
-// (`nic_event`, the family's code; 0: none; read after the CQEs, so those the NIC wrote before
-// its event keep their results: `reported(code)` is the error it gives the entries), or the
-// NIC's own failure (`machine` the error); then the spread over both rings.
+// (`event`, the family's code; 0: none; `reported(code)` is the error it gives the entries), or
+// the NIC's own failure (`machine` the error); then the spread over both rings. The caller reads
+// `event` (reported_event) *before* it drains the CQs: the NIC writes a failed entry's CQE before
+// its event, so every CQE written before the event is then in the drain and keeps its own
+// result. Read after the drain, an event that arrived mid-drain would flush an entry whose error
+// CQE the drain had just missed (an entry failed for remote access came back flushed by
+// QP_ERROR_NOTIFICATION).
+[[gnu::always_inline]] inline std::uint8_t reported_event(const std::atomic<std::uint8_t>& nic_event) noexcept {
+    return nic_event.load(std::memory_order_acquire);   // pairs with nic::on_qp_failure's release
+}
 template <class Send, class Receive, class Reported>
-[[gnu::always_inline]] inline void settle(Send& sq, Receive& rq, const std::atomic<std::uint8_t>& nic_event,
-                                          bool machine_failed, Reported reported, const entry_error& machine) noexcept {
-    if (const std::uint8_t event = nic_event.load(std::memory_order_relaxed); event != 0) [[unlikely]] {
+[[gnu::always_inline]] inline void settle(Send& sq, Receive& rq, std::uint8_t event, bool machine_failed,
+                                          Reported reported, const entry_error& machine) noexcept {
+    if (event != 0) [[unlikely]] {
         fail_both(sq, rq, reported(event));
     } else if (machine_failed) [[unlikely]] {
         fail_both(sq, rq, machine);

@@ -13,6 +13,7 @@
 #include <bit>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "qp/control.hpp"
 #include "rig/nic.hpp"
@@ -204,12 +205,29 @@ std::size_t take_ready(detail::group_state& g, std::span<completion> out, std::s
     return n;
 }
 
-// Every member's failure the event thread reported (or the NIC's) taken in.
+// The failures the event thread had reported when a drain began (qp::reported_event: read before
+// the drain, so a member that fails mid-drain keeps the CQEs the drain missed for the next poll,
+// whose settle its wake_group asked for). Rare: only a poll that heard of a failure reads these.
+using reported_failures = std::vector<std::pair<detail::qp_state*, std::uint8_t>>;
+reported_failures failures_reported(detail::group_state& g) {
+    reported_failures r;
+    for (auto& [qpn, s] : g.members) {
+        if (const std::uint8_t event = qp::reported_event(s->nic_event); event != 0) {
+            r.emplace_back(s, event);
+        }
+    }
+    return r;
+}
+
+// Those failures (or the NIC's) taken in by every member.
 template <class Member>
-void settle_members(detail::group_state& g, bool machine_failed) {
+void settle_members(detail::group_state& g, const reported_failures& reported, bool machine_failed) {
+    for (const auto& [s, event] : reported) {
+        std::get<Member>(s->path).settle(event, false);   // the machine's failure: below
+    }
     for (auto& [qpn, s] : g.members) {
         auto& p = std::get<Member>(s->path);
-        p.settle(s->nic_event, machine_failed);
+        p.settle(0, machine_failed);
         queue_if_due(g, *s, p, true);
         queue_if_due(g, *s, p, false);
     }
@@ -226,12 +244,16 @@ std::size_t take_ring(detail::group_state& g, detail::qp_state& s, Path& p, bool
 
 // The CQEs into their rings and out, then (when the event thread reported a failure before the
 // drain began, and the drain reached the CQ's end) the failures: as the per-queue-pair poll, the
-// NIC's report is read after the CQEs it wrote before it, which keep their own results.
+// NIC's reports are read before the drain, so the CQEs it wrote before them keep their results.
 template <class Group>
 std::size_t drain(detail::group_state& g, Group& gp, std::span<completion> out, bool machine_failed) {
     using member = typename Group::member_path;
     // Acquire: the CQEs the NIC wrote before its report are seen by the drain below.
     const bool settle_due = g.settle.exchange(false, std::memory_order_acquire);
+    reported_failures reported;
+    if (settle_due) [[unlikely]] {
+        reported = failures_reported(g);
+    }
     std::size_t n = take_ready<member>(g, out, 0);
     // From here the ready list is empty (take_ready left room only once it emptied it), so a
     // CQE's ring gives its results straight into out.
@@ -264,7 +286,7 @@ std::size_t drain(detail::group_state& g, Group& gp, std::span<completion> out, 
             g.settle.store(true, std::memory_order_relaxed);   // out is full: the next poll settles
             return n;
         }
-        settle_members<member>(g, machine_failed);
+        settle_members<member>(g, reported, machine_failed);
         n = take_ready<member>(g, out, n);
     }
     return n;

@@ -115,7 +115,7 @@ void nic::on_qp_failure(std::uint32_t qpn, std::uint8_t code) {
     {
         std::lock_guard g(_s->event_lock);
         if (auto it = _s->by_qpn.find(qpn); it != _s->by_qpn.end()) {
-            it->second->nic_event.store(code, std::memory_order_relaxed);
+            it->second->nic_event.store(code, std::memory_order_release);   // qp::reported_event
             if (detail::group_state* group = it->second->group) {
                 wake_group(*group);
             }

@@ -52,8 +52,9 @@ struct qp_state {
     bool dirty = false;       // a connect stopped part-way: the next one resets first
     bool destroyed = false;   // destroy() was called (Ok or not): the handle is dead
     // Set by the NIC's event thread: the failure the NIC reported for this queue pair, in the
-    // family's code (mlx5: the EQE's event type); 0: none. The data path reads it after taking
-    // in the completions (seed: "a queue pair fails ... when the NIC reports its failure").
+    // family's code (mlx5: the EQE's event type); 0: none. The data path reads it before taking
+    // in the completions (qp::reported_event; seed: "a queue pair fails ... when the NIC reports
+    // its failure").
     std::atomic<std::uint8_t> nic_event{0};
     // Completion events of the send and receive CQs, counted by the NIC's event thread; the
     // `_seen` counts are the waiting thread's: each event it takes in moves the CQ's arm

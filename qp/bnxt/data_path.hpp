@@ -116,11 +116,13 @@ public:
     // Takes in every CQE the NIC wrote for either ring, gives their slots back, then spreads a
     // failure over both rings (seed: "the NIC then runs none of its entries that have no
     // completion, of either ring"). `nic_event`: the failure the NIC reported (0: none), read
-    // after the CQEs (those the NIC wrote before its notification keep their results).
+    // before the CQEs (qp::reported_event: those the NIC wrote before its notification keep
+    // their results).
     void take_completions(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
+        const std::uint8_t event = qp::reported_event(nic_event);
         take_send_cqes();
         take_receive_cqes();
-        settle(nic_event, machine_failed);
+        settle(event, machine_failed);
     }
 
     // A CQE of a completion group's CQ (qp/bnxt/group_path.hpp) that names this queue pair's
@@ -129,8 +131,8 @@ public:
     // After a group routed a CQE here: a ring that failed itself fails the other too.
     void spread() noexcept { qp::spread_failure(sq, rq); }
     // After a group took in every CQE, having heard of a failure: as take_completions' end.
-    void settle(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
-        qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
+    void settle(std::uint8_t event, bool machine_failed) noexcept {
+        qp::settle(sq, rq, event, machine_failed, reported_failure,
                    {"the NIC failed (firmware stopped answering or the function is gone)", 0, 0, true});
     }
 

@@ -112,9 +112,10 @@ public:
     // Takes in every CQE the NIC wrote for either ring, then spreads a failure: a queue pair
     // fails as a whole, so once one ring failed the other's entries without a result fail too
     // (seed: "the NIC then runs none of its entries that have no completion, of either ring").
-    // `nic_event`: the failure event the NIC reported for the queue pair (0: none), read after
-    // the CQEs (those the NIC wrote before its event keep their results).
+    // `nic_event`: the failure event the NIC reported for the queue pair (0: none), read before
+    // the CQEs (qp::reported_event: those the NIC wrote before its event keep their results).
     void take_completions(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
+        const std::uint8_t event = qp::reported_event(nic_event);
         abi::completion c;
         while (scq.poll(c)) {
             if (c.qpn != qpn_ || !is_send_side(c.opcode) || c.error == abi::cqe_error::unknown) {
@@ -132,7 +133,7 @@ public:
         }
         scq.done();   // each CQ's consumer index written once per drain
         rcq.done();
-        settle(nic_event, machine_failed);
+        settle(event, machine_failed);
     }
 
     // A CQE of a completion group's CQ (qp/mlx5/group_path.hpp) that names this queue pair: to
@@ -149,8 +150,8 @@ public:
     // After a group routed a CQE here: a ring that failed itself fails the other too.
     void spread() noexcept { qp::spread_failure(sq, rq); }
     // After a group took in every CQE, having heard of a failure: as take_completions' end.
-    void settle(const std::atomic<std::uint8_t>& nic_event, bool machine_failed) noexcept {
-        qp::settle(sq, rq, nic_event, machine_failed, reported_failure,
+    void settle(std::uint8_t event, bool machine_failed) noexcept {
+        qp::settle(sq, rq, event, machine_failed, reported_failure,
                    {"the NIC failed (fatal health report or internal error)", 0, 0, true});
     }
 
