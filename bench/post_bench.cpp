@@ -9,7 +9,8 @@
 //    shared one (its lock): the CPU cost only. What BlueFlame buys, the NIC starting the entry
 //    without a DMA read of it, is a card's latency, which neither a memory page nor the model has;
 //  - per completion: polling synthesized CQEs (owner bit, barrier, decode; set_ci once per drain,
-//    the helper loop's once per CQE), and the whole
+//    the helper loop's once per CQE; one barrier per run of up to 8 CQEs seen software's, the
+//    helper loop's one per CQE as mlx5_poll_cq's), and the whole
 //    way to the entry's result (CQ poll, send queue completion, ring take).
 // Printed, never asserted. The target (17): posting through the public API, per call or
 // batched (queue_pair::write over a span of write_entry), at most 1.0x the helper loop.

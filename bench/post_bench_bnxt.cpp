@@ -6,7 +6,8 @@
 //    for the DPI page; one entry per doorbell and 32 per doorbell;
 //  - the same entries through the public API (rig::queue_pair::post_write + ring);
 //  - per completion: polling synthesized requester CQEs (toggle bit, barrier, decode, one CQ
-//    doorbell per round), and the whole way to the entry's result.
+//    doorbell per round; Rig's one barrier covers each run of up to 8 CQEs seen new, the loop's
+//    one per CQE as bnxt_re_poll_one's), and the whole way to the entry's result.
 // Printed, never asserted. The target (17): posting through the public API, per call or
 // batched (queue_pair::write over a span of write_entry), at most 1.0x the hand-written loop.
 //

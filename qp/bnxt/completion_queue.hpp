@@ -36,14 +36,11 @@ public:
     // The next CQE's bytes once the NIC wrote it (its slot stays the NIC's until done()), or an
     // empty span.
     std::span<const std::byte> next() noexcept {
-        const std::byte* slot = ring_.data() + (ci_ & mask_) * abi::cqe_size;
-        const std::span<const std::byte> cqe(slot, abi::cqe_size);
-        if (!abi::cqe_is_new(cqe, phase())) {
+        if (seen_ == 0 && !see_new()) {
             return {};
         }
-        barrier::from_device();   // the toggle bit before the rest of the CQE
-        ++ci_;
-        return cqe;
+        --seen_;
+        return {slot(ci_++), abi::cqe_size};
     }
 
     // Gives the slots taken since the last call back to the NIC: one CQ doorbell. The CQE's loads
@@ -67,7 +64,30 @@ public:
     std::uint32_t size() const noexcept { return mask_ + 1; }
 
 private:
-    bool phase() const noexcept { return ((ci_ >> log_size_) & 1u) == 0; }
+    // How many CQEs past the consumer index one barrier covers (as the mlx5 CQ's look_ahead:
+    // rdma-core's bnxt_re_poll_one fences each CQE, and the fences were most of the poll's cost).
+    // The NIC never writes a slot software has not given back, so a CQE seen valid stays as read.
+    static constexpr std::uint32_t look_ahead = 8;
+
+    const std::byte* slot(std::uint32_t n) const noexcept { return ring_.data() + (n & mask_) * abi::cqe_size; }
+    // The valid (toggle) bit of consumer count n against that count's pass (bnxt_re_is_cqe_valid).
+    bool is_new(std::uint32_t n) const noexcept {
+        return abi::cqe_is_new(std::span<const std::byte>(slot(n), abi::cqe_size), ((n >> log_size_) & 1u) == 0);
+    }
+    // Counts the new CQEs from ci_ on (up to look_ahead, stopping at the first that is not), then
+    // one from_device barrier when there is any: seen_ of them may be read.
+    bool see_new() noexcept {
+        std::uint32_t n = 0;
+        while (n < look_ahead && is_new(ci_ + n)) {
+            ++n;
+        }
+        if (n == 0) {
+            return false;
+        }
+        barrier::from_device();   // the toggle bits before the rest of those CQEs
+        seen_ = n;
+        return true;
+    }
     // index = consumer mod size, epoch = the consumer's pass parity (qplib_res.h
     // bnxt_qplib_hwq_incr_cons flips it at each wrap); abi/bnxt/doorbell.hpp lays out the bits.
     std::uint64_t doorbell_value(std::uint8_t type) const noexcept {
@@ -82,6 +102,7 @@ private:
     std::uint32_t cqn_;
     std::uint32_t ci_ = 0;
     std::uint32_t told_ = 0;        // the consumer index the NIC was last told
+    std::uint32_t seen_ = 0;        // CQEs from ci_ on already seen new, behind a barrier
 };
 
 }  // namespace rig::qp::bnxt

@@ -103,6 +103,45 @@ TEST_CASE("completion queue: a CQE with last pass's owner bit is not taken") {
     CHECK(c->wqe_counter == 4);
 }
 
+// One barrier covers the CQEs seen software's together (completion_queue::see_owned, up to 8):
+// every CQE still comes out once and in order, a run stops at the first CQE the device has not
+// written (one written behind it is not taken early), and CQEs written after a run was seen are
+// found by the next poll, across the ring's wrap.
+TEST_CASE("completion queue: CQEs seen together come out once, in order, up to the first unwritten one") {
+    fixture f(16);
+    std::uint32_t written = 0, taken = 0;
+    const auto write = [&](std::uint32_t k) {
+        for (std::uint32_t i = 0; i < k; ++i, ++written) {
+            f.device_writes(written, req(0x100, static_cast<std::uint16_t>(written)));
+        }
+    };
+    const auto take_all = [&] {
+        while (const auto c = f.cq.poll()) {
+            CHECK(c->wqe_counter == static_cast<std::uint16_t>(taken));
+            CHECK(c->owner == (((taken / 16) & 1) != 0));
+            ++taken;
+        }
+        f.cq.done();
+        CHECK(taken == written);
+        CHECK(f.set_ci() == taken);
+    };
+    write(11);   // more than one run of 8
+    take_all();
+    write(3);    // a run that stops at the unwritten CQE 14
+    REQUIRE(f.cq.poll().has_value());
+    ++taken;
+    write(9);    // written after the run was seen, and across the wrap (CQEs 14..22)
+    take_all();
+    CHECK(f.cq.consumer_index() == 23);
+
+    // CQE 24 written but not CQE 23: nothing is taken past the gap
+    f.device_writes(24, req(0x100, 24));
+    CHECK_FALSE(f.cq.poll().has_value());
+    f.device_writes(23, req(0x100, 23));
+    written = 25;
+    take_all();
+}
+
 TEST_CASE("completion queue: error CQEs decode each syndrome to its named error") {
     struct named { std::uint8_t syndrome; abi::cqe_error e; };
     const std::array<named, 14> all{{
