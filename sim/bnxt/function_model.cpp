@@ -2,6 +2,8 @@
 // doorbells, BAR4 MSI-X, the firmware thread, faults and resets (function_model.hpp).
 #include "sim/bnxt/function_model.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -59,6 +61,7 @@ function_model::function_model(function_options options)
       _bar2(_options.bar2_size),
       _arm(_options.fault) {
     _thread = std::thread([this] { run_thread(); });
+    ::pthread_setname_np(_thread.native_handle(), "rig-bnxt-fw");   // perf sched, top -H: which thread ran
 }
 
 function_model::~function_model() {

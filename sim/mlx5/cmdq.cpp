@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <bit>
 #include <string>
+#include <utility>
 
 #include "abi/mlx5/ifc/eqe.hpp"
 #include "abi/mlx5/ifc/hca.hpp"
@@ -230,31 +231,36 @@ std::uint32_t function_model::run_due_commands() {
 }
 
 // The firmware thread: runs due commands, posts their CMD EQE, polls the EQ doorbells in the
-// UAR pages, and sleeps: until the next command is due, for the back-off while EQs exist (their
-// doorbells must be watched), or until kicked (doorbell, hook, stop) when there is nothing to do.
+// UAR pages, and sleeps: until the next command is due, for the back-off while an EQ's doorbells
+// lie in a page it must watch (untrapped: the driver writes them to memory), or until kicked
+// (doorbell, hook, stop) when there is nothing to do. Only a doorbell found, or an EQE posted to
+// such an EQ (_eq_answer_due), resets the back-off: a command or another kick did not tell it
+// that the driver writes EQ doorbells, and a wake-up that finds nothing costs the model core its
+// CPU when they share one (rig-perf --sim places the model's threads together). With Rig's
+// driver, whose EQs lie in trapped pages, each function's thread woke every 100-150 us for the
+// first milliseconds after a connect's commands and preempted the core each time (perf sched
+// timehist of rig-perf send_bw --sim), none of those wakes finding a doorbell; now it sleeps
+// until a command. An event does not need this watch to be prompt: post_to_eq reads the
+// doorbells first.
 void function_model::firmware_loop() {
     std::unique_lock g(_lock);
     auto backoff = min_backoff;
     while (!_stop) {
-        bool worked = _kicked;
         _kicked = false;
         const std::uint32_t done = run_due_commands();
         if (done != 0) {
-            worked = true;
             handed_back(done);
         }
         strike_planned_fault();
-        const bool polling = !_dead && !_fatal && !_fw.eqs().empty();
-        if (polling && poll_eq_doorbells()) {
-            worked = true;
-        }
+        const bool watching = !_dead && !_fatal && eq_doorbells_in_memory();
+        const bool seen = watching && poll_eq_doorbells();
         const auto due = next_due();
         if (!due) {
             _idle.notify_all();
         }
-        backoff = worked ? min_backoff : std::min(backoff * 2, max_backoff);
+        backoff = seen || std::exchange(_eq_answer_due, false) ? min_backoff : std::min(backoff * 2, max_backoff);
         const auto woken = [this] { return _stop || _kicked; };
-        if (polling) {
+        if (watching) {
             const auto until = clock::now() + backoff;
             _wake.wait_until(g, due ? std::min(*due, until) : until, woken);
         } else if (due) {

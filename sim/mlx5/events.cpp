@@ -92,16 +92,16 @@ bool function_model::post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t s
         return false;
     }
     const std::uint32_t nent = 1u << eq.log_eq_size;
-    const auto used = [&] { return (eq.producer_index - eq.consumer_index) & ci_mask; };
-    if (used() >= nent) {
-        poll_eq_doorbells();  // the driver may have consumed since the last look
-        if (used() >= nent) {
-            // the next EQE would overwrite one the driver has not consumed (kernel health.c: 0xc)
-            log().error("mlx5: EQ {} overrun (producer {:#x}, consumer {:#x}, {} entries)", eq.eqn,
-                        eq.producer_index, eq.consumer_index, nent);
-            fatal_locked(health_async_eq_overrun, 0);
-            return false;
-        }
+    // Every doorbell the driver wrote before this EQE applies to it, as on a card, where an MMIO
+    // write reaches the device at once: the consumer index it frees room by, and an arm that
+    // makes this EQE signal (the firmware thread's watch of untrapped pages lags by its back-off).
+    poll_eq_doorbells();
+    if (((eq.producer_index - eq.consumer_index) & ci_mask) >= nent) {
+        // the next EQE would overwrite one the driver has not consumed (kernel health.c: 0xc)
+        log().error("mlx5: EQ {} overrun (producer {:#x}, consumer {:#x}, {} entries)", eq.eqn,
+                    eq.producer_index, eq.consumer_index, nent);
+        fatal_locked(health_async_eq_overrun, 0);
+        return false;
     }
     std::array<std::byte, eqe_bytes> e{};
     abi::set<ifc::eqe::event_type>(e, type);
@@ -127,14 +127,27 @@ bool function_model::post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t s
     }
     eq.producer_index = (eq.producer_index + 1) & ci_mask;
     ++_events;
-    _kicked = true;  // the driver answers events with doorbells: poll at the short interval again
-    _wake.notify_one();
+    if (in_memory(eq)) {
+        _eq_answer_due = true;
+        _kicked = true;
+        _wake.notify_one();
+    }
     if (eq.armed) {
         eq.armed = false;  // one interrupt per arm (kernel lib/eq.h eq_update_ci)
         ++_interrupts;
         _server->trigger(vu::irq::msix, eq.intr);
     }
     return true;
+}
+
+// Whether some EQ's doorbells lie in an untrapped UAR page, which only a look at the page's
+// memory finds (a trapped page's writes are applied as they come: uar_write).
+bool function_model::in_memory(const eq_object& eq) const {
+    const std::uint64_t at = std::uint64_t{eq.uar_page} * uar_page_bytes;
+    return at >= _layout.trapped_end && at < _layout.uar_end;
+}
+bool function_model::eq_doorbells_in_memory() const {
+    return std::any_of(_fw.eqs().begin(), _fw.eqs().end(), [&](const auto& e) { return in_memory(e.second); });
 }
 
 bool function_model::poll_eq_doorbells() {

@@ -325,6 +325,8 @@ private:
     bool post_qp_event_locked(std::uint32_t qpn, std::uint8_t event_type);
     bool post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
     bool poll_eq_doorbells();  // true when a doorbell was written since the last look
+    bool eq_doorbells_in_memory() const;
+    bool in_memory(const eq_object& eq) const;   // its doorbells lie in an untrapped UAR page
     void apply_eq_doorbell(std::uint32_t page, bool arm, std::uint32_t value);
     void uar_write(std::uint64_t offset, std::span<const std::byte> in);  // a trapped UAR page
     void fatal_locked(std::uint8_t synd, std::uint16_t ext_synd);
@@ -356,6 +358,10 @@ private:
     std::uint32_t _event_slots = 0;  // slots issued while a command EQ existed: they get a CMD EQE
     std::array<clock::time_point, rig::mlx5::ifc::cmdq::max_commands> _due{};
     bool _kicked = false;
+    // An EQE went to an EQ whose doorbells lie in memory: the driver answers it with doorbells,
+    // which the firmware thread watches for at its short interval again (its arm may make an
+    // EQE posted meanwhile signal).
+    bool _eq_answer_due = false;
     bool _stop = false;
     std::uint64_t _completed = 0;
     bool _page_request_sent = false;

@@ -1,6 +1,8 @@
 // The function's PCI face: config space with its MSI-X capability, BAR0 (initialization
 // segment, UAR pages, MSI-X table), health buffer, reset and the fault hooks
 // (function_model.hpp; kernel device.h struct mlx5_init_seg and health_buffer, uar.c).
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -94,6 +96,7 @@ function_model::function_model(function_options options)
         reset_locked();
     }
     _thread = std::thread([this] { firmware_loop(); });
+    ::pthread_setname_np(_thread.native_handle(), "rig-mlx5-fw");   // perf sched, top -H: which thread ran
 }
 
 function_model::~function_model() {
