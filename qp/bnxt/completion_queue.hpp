@@ -19,6 +19,7 @@
 #include "abi/bnxt/cqe.hpp"
 #include "abi/bnxt/doorbell.hpp"
 #include "qp/bnxt/queue_memory.hpp"
+#include "qp/cqe_run.hpp"
 #include "qp/device_words.hpp"
 #include "qp/ring.hpp"
 
@@ -36,10 +37,9 @@ public:
     // The next CQE's bytes once the NIC wrote it (its slot stays the NIC's until done()), or an
     // empty span.
     std::span<const std::byte> next() noexcept {
-        if (seen_ == 0 && !see_new()) {
+        if (!run_.next(ci_, [this](std::uint32_t n) { return is_new(n); })) {
             return {};
         }
-        --seen_;
         return {slot(ci_++), abi::cqe_size};
     }
 
@@ -64,29 +64,10 @@ public:
     std::uint32_t size() const noexcept { return mask_ + 1; }
 
 private:
-    // How many CQEs past the consumer index one barrier covers (as the mlx5 CQ's look_ahead:
-    // rdma-core's bnxt_re_poll_one fences each CQE, and the fences were most of the poll's cost).
-    // The NIC never writes a slot software has not given back, so a CQE seen valid stays as read.
-    static constexpr std::uint32_t look_ahead = 8;
-
     const std::byte* slot(std::uint32_t n) const noexcept { return ring_.data() + (n & mask_) * abi::cqe_size; }
     // The valid (toggle) bit of consumer count n against that count's pass (bnxt_re_is_cqe_valid).
     bool is_new(std::uint32_t n) const noexcept {
         return abi::cqe_is_new(std::span<const std::byte>(slot(n), abi::cqe_size), ((n >> log_size_) & 1u) == 0);
-    }
-    // Counts the new CQEs from ci_ on (up to look_ahead, stopping at the first that is not), then
-    // one from_device barrier when there is any: seen_ of them may be read.
-    bool see_new() noexcept {
-        std::uint32_t n = 0;
-        while (n < look_ahead && is_new(ci_ + n)) {
-            ++n;
-        }
-        if (n == 0) {
-            return false;
-        }
-        barrier::from_device();   // the toggle bits before the rest of those CQEs
-        seen_ = n;
-        return true;
     }
     // index = consumer mod size, epoch = the consumer's pass parity (qplib_res.h
     // bnxt_qplib_hwq_incr_cons flips it at each wrap); abi/bnxt/doorbell.hpp lays out the bits.
@@ -102,7 +83,7 @@ private:
     std::uint32_t cqn_;
     std::uint32_t ci_ = 0;
     std::uint32_t told_ = 0;        // the consumer index the NIC was last told
-    std::uint32_t seen_ = 0;        // CQEs from ci_ on already seen new, behind a barrier
+    cqe_run run_;                   // CQEs from ci_ on already seen new (qp/cqe_run.hpp)
 };
 
 }  // namespace rig::qp::bnxt

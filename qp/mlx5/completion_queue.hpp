@@ -20,6 +20,7 @@
 #include "abi/barriers.hpp"
 #include "abi/mlx5/completion.hpp"
 #include "abi/mlx5/doorbell.hpp"
+#include "qp/cqe_run.hpp"
 #include "qp/mlx5/device_words.hpp"
 #include "qp/ring.hpp"
 
@@ -68,10 +69,9 @@ public:
     // fails the queue pair it names); never an exception. The hot form: `c` is the caller's
     // (abi::decode says why).
     bool poll(abi::completion& c) noexcept {
-        if (seen_ == 0 && !see_owned()) {
+        if (!run_.next(ci_, [this](std::uint32_t n) { return owned(n); })) {
             return false;
         }
-        --seen_;
         const std::span<const std::byte, abi::cqe_size> cqe(slot(ci_), abi::cqe_size);
         abi::decode(cqe, c);      // the decoder pinned to mlx5dv.h (test/unit/mlx5_wqe)
         ++ci_;
@@ -123,31 +123,10 @@ public:
     std::uint32_t size() const noexcept { return mask_ + 1; }
 
 private:
-    // How many CQEs past the consumer index one barrier covers. rdma-core's mlx5_poll_cq and
-    // bench-post's helper loop fence each CQE (get_sw_cqe, then udma_from_device_barrier), and
-    // lfence waits for every earlier load: the fences, not the decoding, were most of the poll's
-    // cost. The NIC never writes a slot software owns, so once their owner bits are seen the
-    // next CQEs stay as read; one barrier after those owner loads orders every later read of
-    // them (abi/barriers.hpp from_device).
-    static constexpr std::uint32_t look_ahead = 8;
-
     std::byte* slot(std::uint32_t n) const noexcept { return ring_.data() + (n & mask_) * abi::cqe_size; }
-
-    // Counts the CQEs from ci_ on that are software's (up to look_ahead, stopping at the first
-    // that is not), then one from_device barrier when there is any: seen_ of them may be read.
-    bool see_owned() noexcept {
-        std::uint32_t n = 0;
-        while (n < look_ahead &&
-               abi::cqe_is_software_owned(std::span<const std::byte, abi::cqe_size>(slot(ci_ + n), abi::cqe_size),
-                                          ci_ + n, log_size_)) {
-            ++n;
-        }
-        if (n == 0) {
-            return false;
-        }
-        barrier::from_device();   // the owner bits before the rest of those CQEs
-        seen_ = n;
-        return true;
+    bool owned(std::uint32_t n) const noexcept {
+        return abi::cqe_is_software_owned(std::span<const std::byte, abi::cqe_size>(slot(n), abi::cqe_size), n,
+                                          log_size_);
     }
 
     std::span<std::byte> ring_;
@@ -158,7 +137,7 @@ private:
     std::uint32_t cqn_;
     std::uint32_t ci_ = 0;
     std::uint32_t told_ = 0;     // the consumer index last written to the record
-    std::uint32_t seen_ = 0;     // CQEs from ci_ on already seen software's, behind a barrier
+    cqe_run run_;                // CQEs from ci_ on already seen software's (qp/cqe_run.hpp)
     std::uint32_t arm_sn_ = 0;
 };
 

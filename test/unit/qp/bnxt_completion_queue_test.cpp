@@ -1,7 +1,7 @@
 // The bnxt completion queue over plain memory: a CQE is new when its toggle bit (byte 24, bit 0)
 // matches the consumer's pass (rdma-core bnxt_re_is_cqe_valid, qplib_res.h
 // bnxt_qplib_hwq_incr_cons). One barrier covers the CQEs seen new together
-// (completion_queue::see_new, up to 8): each still comes out once and in order, a run stops at
+// (qp/cqe_run.hpp, up to 8): each still comes out once and in order, a run stops at
 // the first CQE the device has not written, and CQEs written later are found, across the wrap.
 #include <catch2/catch.hpp>
 

@@ -103,7 +103,7 @@ TEST_CASE("completion queue: a CQE with last pass's owner bit is not taken") {
     CHECK(c->wqe_counter == 4);
 }
 
-// One barrier covers the CQEs seen software's together (completion_queue::see_owned, up to 8):
+// One barrier covers the CQEs seen software's together (qp/cqe_run.hpp, up to 8):
 // every CQE still comes out once and in order, a run stops at the first CQE the device has not
 // written (one written behind it is not taken early), and CQEs written after a run was seen are
 // found by the next poll, across the ring's wrap.
