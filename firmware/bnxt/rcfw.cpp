@@ -168,6 +168,7 @@ void rcfw_channel::deliver_async() {
         if (!handing) {
             return;  // the thread handing over takes ours too
         }
+        _handing.store(std::this_thread::get_id(), std::memory_order_relaxed);
         std::vector<std::array<std::byte, 16>> due;
         creq_async_handler handler;
         {
@@ -183,8 +184,11 @@ void rcfw_channel::deliver_async() {
                            std::to_integer<unsigned>(entry[0]) & 0x3f, std::to_integer<unsigned>(entry[9]));
             }
         }
+        _handing.store(std::thread::id{}, std::memory_order_relaxed);
         handing.unlock();
         std::lock_guard g(_lock);
+        _async_handed += due.size();
+        _handed.notify_all();
         if (_async_due.empty()) {
             return;  // else another poller set more aside while we handed over: take them too
         }
@@ -221,6 +225,7 @@ void rcfw_channel::poll_creq() {
             // bnxt_qplib_process_qp_event / bnxt_qplib_process_func_event: not a completion;
             // handed over once _lock is released (deliver_async)
             _async_due.push_back(entry);
+            ++_async_set_aside;
             continue;
         }
         const auto cookie = ::rig::abi::load_le<std::uint16_t>(entry.data() + 2);
@@ -232,6 +237,7 @@ void rcfw_channel::poll_creq() {
         }
         it->second.done = true;
         it->second.entry = entry;
+        it->second.async_before = _async_set_aside;
         _in_flight -= it->second.slots;
     }
     if (consumed) {
@@ -270,6 +276,28 @@ void rcfw_channel::wait_for_interrupt(std::chrono::microseconds slice) {
         if (::read(_creq.eventfd, &n, sizeof n) == sizeof n && n != 0) {
             _interrupts.fetch_add(1, std::memory_order_relaxed);
         }
+    }
+}
+
+// A command's completion reaches its caller only after the asynchronous entries the CREQ held
+// before it, as bnxt_qplib_service_creq handles both in CREQ order. Otherwise a DESTROY_QP could
+// return, a CREATE_QP reuse the number, and the old queue pair's QP_ERROR_NOTIFICATION, set
+// aside by this poll and handed over later by the serving thread, fail the new queue pair (the
+// bnxt seed test's remote-access cases: an entry "flushed ... QP_ERROR_NOTIFICATION" on a queue
+// pair the model still had in RTS). The serving thread hands them over (service); one that has
+// not within a slice is done for here.
+void rcfw_channel::wait_handed_over(std::unique_lock<std::mutex>& g, std::uint64_t before, clock::time_point deadline) {
+    constexpr auto slice = std::chrono::milliseconds(2);
+    if (_handing.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+        return;   // a handler's own command (control_test.cpp): the entries it waits for are in its hands
+    }
+    while (_async_handed < before && !_failure && clock::now() < deadline) {
+        if (_handed.wait_for(g, slice, [&] { return _async_handed >= before; })) {
+            return;
+        }
+        g.unlock();
+        deliver_async();
+        g.lock();
     }
 }
 
@@ -393,6 +421,9 @@ result<rcfw_reply> rcfw_channel::run(std::span<const std::byte> cmd, std::size_t
             pause = std::min(pause * 2, std::chrono::microseconds(100));
         }
         g.lock();
+    }
+    if (_served) {   // unserved, exec() hands them over itself before it returns
+        wait_handed_over(g, _pending[cookie].async_before, deadline);
     }
     rcfw_reply reply;
     reply.entry = _pending[cookie].entry;

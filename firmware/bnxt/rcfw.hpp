@@ -49,6 +49,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "abi/bnxt/rcfw.hpp"
@@ -144,6 +145,7 @@ private:
         bool done = false;
         std::array<std::byte, 16> entry{};
         std::uint32_t slots = 0;
+        std::uint64_t async_before = 0;   // _async_set_aside when its completion was polled
     };
     rcfw_channel(driver::function& fn, stranded_memory& stranded, const rcfw_creq& creq, const rcfw_options& o);
     result<void> setup();
@@ -152,6 +154,9 @@ private:
     // Without _lock: the asynchronous entries poll_creq set aside, to the handler in CREQ order.
     // One thread at a time; a thread finding another at it leaves its entries to that one.
     void deliver_async();
+    // With _lock held (g): until every asynchronous entry polled before a completion has been
+    // handed over (`before`: its pending::async_before), or `deadline`.
+    void wait_handed_over(std::unique_lock<std::mutex>& g, std::uint64_t before, clock::time_point deadline);
     result<rcfw_reply> run(std::span<const std::byte> cmd, std::size_t side_bytes, clock::time_point by);
     void ring_creq_doorbell();  // with _lock held: NQ (polling) or NQ_ARM (event mode) at _cons
     void wait_for_interrupt(std::chrono::microseconds slice);  // without _lock
@@ -180,6 +185,10 @@ private:
     creq_async_handler _async;
     std::vector<std::array<std::byte, 16>> _async_due;  // polled, not yet handed over (under _lock)
     std::mutex _delivering;                             // held while handing over
+    std::atomic<std::thread::id> _handing{};            // the thread that holds _delivering
+    std::uint64_t _async_set_aside = 0;   // asynchronous entries polled (free-running, under _lock)
+    std::uint64_t _async_handed = 0;      // of those, handed over (under _lock)
+    std::condition_variable _handed;      // _async_handed moved
     bool _served = false;           // serve(): waiters sleep on _room, not on the eventfd
 };
 

@@ -496,8 +496,18 @@ result<std::vector<std::byte>> command_queue::run(std::span<const std::byte> in,
         if (_events.load(std::memory_order_acquire) && !must_poll) {
             g.lock();
             // Handed back already (a command rung before the EQ existed, or one the device ran
-            // before its waiter got here): done, but an event still to come keeps the slot.
+            // before its waiter got here): done. A CMD event owed is still waited for (at most
+            // owed_event_grace): the event thread dispatches EQEs in order, so once it names
+            // this slot every event the device wrote before the completion has reached its
+            // handler, as in the kernel, whose waiter sleeps until its CMD event (cmd.c
+            // wait_func). Returned at once, a DESTROY_QP let a queue pair made next, with the
+            // same number, meet the old one's WQ_CATAS_ERROR (errors_test.cpp, "reported failure
+            // ... before its destroy returns"). One still not come keeps the slot.
             if (owned_by_sw()) {
+                if (owes_event && !_slot_done[slot]) {
+                    _done.wait_until(g, std::min(deadline, clock::now() + owed_event_grace),
+                                     [&] { return _slot_done[slot] || _failure || !_events.load(); });
+                }
                 _slot_event_owed[slot] = owes_event && _events.load() && !_slot_done[slot];
                 break;
             }

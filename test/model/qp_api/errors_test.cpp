@@ -3,13 +3,17 @@
 // (abi/mlx5/completion.hpp, mlx5dv.h MLX5_CQE_SYNDROME_*), the order of results around a failure,
 // the flush of both rings, a failed queue pair staying failed, and poll/wait sending the firmware
 // nothing.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -134,6 +138,62 @@ TEST_CASE("seed - receive too small: a send longer than the receive it lands in 
           "flushed",
           "[model][mlx5][api][seed][errors]") {
     receive_too_small();
+}
+
+// The failure the NIC reports for a queue pair reaches the NIC's callback before that queue
+// pair's destroy returns: the report precedes the DESTROY_QP's completion from the device
+// (bnxt: both on the CREQ, handled in CREQ order as bnxt_qplib_service_creq does; mlx5: both on
+// the async EQ, a command waiting for its CMD event as the kernel's does), so a queue pair made
+// after it, which may reuse its number, never takes it for its own. Which queue pair a remote
+// access error makes the NIC report is the family's (bnxt: the requester's
+// QP_ERROR_NOTIFICATION; mlx5: the responder's WQ_ACCESS_ERROR, its requester having its error
+// CQE only): whichever it is, a report must not come after its destroy. Before the fix the
+// bnxt seed test above once failed its third pair with the second's report, handed over late.
+TEST_CASE("seed - a failed queue pair's reported failure reaches the NIC's callback before its destroy returns",
+          "[model][mlx5][api][seed][errors]") {
+    // Each NIC's reports apart: the two functions hand out the same queue pair numbers.
+    std::mutex lock;
+    std::vector<std::uint32_t> failed[2];
+    rig::nic_options o[2];
+    for (int k = 0; k < 2; ++k) {
+        // Slow on purpose: a destroy that returned once its own completion was polled, not once
+        // the report before it was handed over, would return while this sleeps (both families did).
+        o[k].qp_event = [&, k](std::uint32_t qp, std::string_view, bool failure) {
+            std::this_thread::sleep_for(20ms);
+            if (failure) {
+                std::lock_guard g(lock);
+                failed[k].push_back(qp);
+            }
+        };
+    }
+    const auto reported = [&](int k, std::uint32_t qpn) {
+        std::lock_guard g(lock);
+        return std::find(failed[k].begin(), failed[k].end(), qpn) != failed[k].end();
+    };
+    rig::test::two_served_functions t(16 * 1024, rig::access::remote, o[0], &o[1]);
+    rig::remote bad_key = t.r2.remote(0);
+    bad_key.key ^= 0x80;
+    for (int i = 0; i < 6; ++i) {
+        INFO("pair " << i);
+        auto a = value(t.n1->make_qp());
+        auto b = value(t.n2->make_qp());
+        ok(a.connect(b.local()));
+        ok(b.connect(a.local()));
+        const std::uint32_t qa = a.number(), qb = b.number();
+        a.write(t.r1, 0, 64, bad_key);
+        own_failure(expect_failed(a, side::send), failure_kind::remote_access);
+        ok(a.destroy());
+        const bool a_before = reported(0, qa);
+        ok(b.destroy());
+        const bool b_before = reported(1, qb);
+        std::this_thread::sleep_for(100ms);   // a report handed over late would land by now
+        CHECK((a_before || b_before));
+        CHECK(reported(0, qa) == a_before);
+        CHECK(reported(1, qb) == b_before);
+        std::lock_guard g(lock);
+        failed[0].clear();
+        failed[1].clear();
+    }
 }
 
 TEST_CASE("seed - an entry fails on a remote access error: a bad key, bytes outside the peer's region, a region "

@@ -247,8 +247,10 @@ struct two_served_functions {
     std::unique_ptr<rig::nic> n1;
     std::unique_ptr<rig::nic> n2;
     rig::region r1, r2;
-    explicit two_served_functions(std::size_t bytes, rig::access acc = rig::access::remote, const nic_options& o = {})
-        : m1(0, &w), m2(1, &w), n1(open_test_nic(m1, 0, o)), n2(open_test_nic(m2, 1, o)),
+    // `o2`: n2's options when they differ from n1's `o` (a callback that must tell the NICs apart)
+    explicit two_served_functions(std::size_t bytes, rig::access acc = rig::access::remote, const nic_options& o = {},
+                                  const nic_options* o2 = nullptr)
+        : m1(0, &w), m2(1, &w), n1(open_test_nic(m1, 0, o)), n2(open_test_nic(m2, 1, o2 != nullptr ? *o2 : o)),
           r1(value(n1->allocate(bytes, acc))), r2(value(n2->allocate(bytes, acc))) {}
 };
 
