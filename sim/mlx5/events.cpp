@@ -94,8 +94,12 @@ bool function_model::post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t s
     const std::uint32_t nent = 1u << eq.log_eq_size;
     // Every doorbell the driver wrote before this EQE applies to it, as on a card, where an MMIO
     // write reaches the device at once: the consumer index it frees room by, and an arm that
-    // makes this EQE signal (the firmware thread's watch of untrapped pages lags by its back-off).
-    poll_eq_doorbells();
+    // makes this EQE signal (the firmware thread's watch of untrapped pages lags by its back-off;
+    // a trapped page's doorbells were applied as they came, and the look allocates: not per
+    // completion event on the data path for those).
+    if (in_memory(eq)) {
+        poll_eq_doorbells();
+    }
     if (((eq.producer_index - eq.consumer_index) & ci_mask) >= nent) {
         // the next EQE would overwrite one the driver has not consumed (kernel health.c: 0xc)
         log().error("mlx5: EQ {} overrun (producer {:#x}, consumer {:#x}, {} entries)", eq.eqn,
