@@ -5,9 +5,9 @@
 // rdma-core fences each CQE (providers/mlx5/cq.c get_sw_cqe then udma_from_device_barrier;
 // providers/bnxt_re/verbs.c bnxt_re_poll_one), and on x86-64 that lfence waits for every earlier
 // load: the fences, not the decoding, were most of a poll (bench-post: mlx5 8.8 -> 4.9 ns per
-// CQE on an idle host). The NIC never writes a slot software has not given back, so once their valid marks (the
-// owner bit, the toggle bit) are seen the next CQEs stay as read, and one barrier after those
-// loads orders every later read of them (abi/barriers.hpp from_device).
+// CQE on an idle host). The NIC never writes a slot software has not given back, so once their
+// valid marks (the owner bit, the toggle bit) are seen the next CQEs stay as read, and one
+// barrier after those loads orders every later read of them (abi/barriers.hpp from_device).
 #include <cstdint>
 
 #include "abi/barriers.hpp"
