@@ -191,14 +191,22 @@ std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>&
 }
 
 std::expected<void, std::string> warm_up(test_kind k, std::vector<lane>& lanes, const loop_settings& s) {
-    if (k != test_kind::write_bw && k != test_kind::read_bw) {
-        throw std::invalid_argument("warm_up: " + std::string(test_name(k)) + ": write_bw and read_bw only (a SEND "
-                                    "would take a receive the peer counts; a latency test has none)");
+    if (k != test_kind::write_bw && k != test_kind::read_bw && k != test_kind::send_bw) {
+        throw std::invalid_argument("warm_up: " + std::string(test_name(k)) + ": the bandwidth tests only (a "
+                                    "latency test has none)");
     }
     for (lane& l : lanes) {
         const std::uint32_t n = std::min(s.tx_depth, l.qp->room(rig::side::send));
         for (std::uint32_t i = 0; i < n; ++i) {
-            post(k, l, s);
+            if (k == test_kind::send_bw) {
+                // A SEND would take a receive the peer counts. A zero-length WRITE takes none, and
+                // the responder checks neither its R_Key nor its address (IB spec C9-88; the
+                // kernel's rxe_resp.c check_rkey): only the peer's remote-write right, which
+                // perftest's SEND queue pairs grant (perftest_resources.c ctx_modify_qp_to_init).
+                l.qp->post_write(l.buffer, 0, 0, l.peer);
+            } else {
+                post(k, l, s);
+            }
         }
         l.qp->ring(rig::side::send);
         for (std::uint32_t i = 0; i < n; ++i) {

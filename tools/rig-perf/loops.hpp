@@ -64,12 +64,14 @@ constexpr std::uint32_t live_check_every = 128;
 
 // Client of write_bw / read_bw / send_bw.
 std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>& lanes, const loop_settings& s);
-// perftest's perform_warm_up (perftest_resources.c), untimed, before a WRITE or READ bandwidth
-// loop: on each queue pair in turn, tx_depth entries of the size in `s` and one doorbell, then
-// every one's completion. It pays the first-use costs that are not the rate: first touches of
-// rings, records, doorbell page and buffers by driver and model, cold caches on both sides of
-// the NIC (docs/architecture.md, "First touches, and rig-perf's warm-up"). A failed entry is
-// an error that says it was the warm-up's; any other test kind is misuse (invalid_argument).
+// perftest's perform_warm_up (perftest_resources.c), untimed, before a bandwidth loop: on each
+// queue pair in turn, tx_depth entries and one doorbell, then every one's completion. WRITE and
+// READ post entries of the size in `s`; SEND posts zero-length WRITEs, which take none of the
+// receives the peer counts (perftest warms up no SEND test). It pays the first-use costs that
+// are not the rate: first touches of rings, records, doorbell page and buffers by driver and
+// model, cold caches on both sides of the NIC (docs/architecture.md, "First touches, and
+// rig-perf's warm-up"). A failed entry is an error that says it was the warm-up's; a latency
+// test is misuse (invalid_argument).
 std::expected<void, std::string> warm_up(test_kind k, std::vector<lane>& lanes, const loop_settings& s);
 // Tops each lane up to rx_depth posted receives of `half` bytes (SEND tests: before the
 // barrier that lets the peer send).

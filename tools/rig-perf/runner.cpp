@@ -377,14 +377,14 @@ struct session {
         return {};
     }
 
-    // The client of write_bw and read_bw warms up (loops.hpp warm_up) before its first size, so
+    // The client of a bandwidth test warms up (loops.hpp warm_up) before its first size, so
     // that the first row measures the rate as the others do, not first touches after a connect
     // (150-600 us on the model, 10-30 % of a 5000-entry size: docs/architecture.md, "First
     // touches, and rig-perf's warm-up"); with --perform_warm_up before every size, as perftest's
-    // write_bw.c and read_bw.c do with that flag. SEND tests warm up neither here nor in
-    // perftest: their warm-up would take receives the peer counts.
+    // write_bw.c and read_bw.c do with that flag. send_bw warms up with zero-length WRITEs,
+    // which take none of the receives the peer counts (perftest warms up no SEND test).
     std::expected<void, std::string> warm_up_if_due(const loop_settings& s) {
-        const bool bandwidth = o.kind == test_kind::write_bw || o.kind == test_kind::read_bw;
+        const bool bandwidth = !is_latency(o.kind);
         if (!client || !bandwidth || (warmed && !o.perform_warm_up)) {
             return {};
         }
@@ -418,6 +418,10 @@ struct session {
                 post_receives(l, s);
             }
         }
+        // Before the barrier: a send_bw receiver times from it, and counts none of the warm-up.
+        if (auto w = warm_up_if_due(s); !w) {
+            return w;
+        }
         if (plan.sync_before_size) {  // send_*: the peer's receives are posted
             if (auto b = barrier(o.exchange_timeout); !b) {
                 return b;
@@ -434,9 +438,6 @@ struct session {
             report.lat.push_back(*row);
             print(out, lat_row_line(*row, o.duration.has_value()));
             return {};
-        }
-        if (auto w = warm_up_if_due(s); !w) {
-            return w;
         }
         auto row = client ? run_bw_client(o.kind, lanes, s) : run_bw_receiver(lanes, s);
         if (live) {

@@ -1,8 +1,9 @@
 // rig-perf's warm-up (tools/rig-perf/loops.hpp warm_up) between two model functions of the
 // family under test (RIG_TEST_FAMILY, test/model/qp_api/served_nics.hpp): -t entries on each
 // queue pair, every completion taken before the measured loop starts, the bytes where the
-// measured loop would put them; a failed entry is an error that says it was the warm-up; SEND
-// tests are refused (their warm-up would take receives a perftest peer counts).
+// measured loop would put them; a failed entry is an error that says it was the warm-up;
+// send_bw's warm-up (zero-length WRITEs) takes none of the peer's receives and moves no byte;
+// latency tests are refused.
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -87,12 +88,41 @@ TEST_CASE("rig-perf warm-up: a refused entry is an error that names the warm-up"
     CHECK(w.error().starts_with("warm-up: send completion: "));
 }
 
-TEST_CASE("rig-perf warm-up: SEND and latency tests are refused as misuse", "[model][perf]") {
+// A zero-length WRITE needs no valid R_Key (IB spec C9-88): the lane carries one the peer never
+// gave, and the warm-up still completes.
+TEST_CASE("rig-perf warm-up: send_bw's zero-length WRITEs take none of the peer's receives and move no byte",
+          "[model][perf]") {
+    rig::test::two_served_nics t(2 * half);
+    rig::test::fill_pattern(t.r2.data(), 2 * half, 41);
+    for (int i = 0; i < 4; ++i) {
+        t.b.receive(t.r2, 0, half);
+    }
+    const std::uint32_t receive_room = t.b.room(rig::side::receive);
+    const std::uint32_t room = t.a.room(rig::side::send);
+    std::vector<perf::lane> lanes{lane_of(t, 1)};
+
+    auto w = perf::warm_up(perf::test_kind::send_bw, lanes, settings(64, 16));
+    INFO((w ? std::string() : w.error()));
+    REQUIRE(w.has_value());
+    CHECK(t.a.room(rig::side::send) == room);              // all 16 completed and taken
+    CHECK_FALSE(t.a.poll(rig::side::send).has_value());
+    CHECK(t.b.room(rig::side::receive) == receive_room);   // the 4 receives still posted
+    CHECK_FALSE(t.b.poll(rig::side::receive).has_value());
+    CHECK(rig::test::pattern_mismatch(t.r2.data(), 2 * half, 41) == 2 * half);
+
+    // The first SEND after it lands in the first receive, as the measured loop's would.
+    rig::test::fill_pattern(t.r1.data(), 64, 5);
+    t.a.send(t.r1, 0, 64);
+    rig::test::expect_done(t.a, rig::side::send, 64);
+    rig::test::expect_done(t.b, rig::side::receive, 64);
+    CHECK(rig::test::pattern_mismatch(t.r2.data(), 64, 5) == 64);
+}
+
+TEST_CASE("rig-perf warm-up: latency tests are refused as misuse", "[model][perf]") {
     rig::test::two_served_nics t(2 * half);
     std::vector<perf::lane> lanes{lane_of(t)};
     const std::uint32_t room = t.a.room(rig::side::send);
-    for (const auto k : {perf::test_kind::send_bw, perf::test_kind::write_lat, perf::test_kind::send_lat,
-                         perf::test_kind::read_lat}) {
+    for (const auto k : {perf::test_kind::write_lat, perf::test_kind::send_lat, perf::test_kind::read_lat}) {
         CHECK_THROWS_AS(perf::warm_up(k, lanes, settings(64, 4)), std::invalid_argument);
     }
     CHECK(t.a.room(rig::side::send) == room);   // nothing posted
