@@ -18,9 +18,10 @@
 //  3. for each QP whose UAR page saw a BlueFlame write and whose send counter (doorbell record
 //     DW1) moved, fetches the new WQEs from the QP buffer (after the RQ, PAS pages): a run of
 //     blocks per DMA access, up to the ring's or the page's end, an entry that crosses either
-//     gathered block by block; parses them (wqe.cpp) and posts them to the rc_qp; reads the
-//     receive counters (DW0) of sweep_per_pass QPs in turn and posts their new receive WQEs,
-//     and a message that finds no receive has its QP's read at once (roce::qp_host);
+//     gathered block by block; parses them (wqe.cpp) and posts them to the rc_qp; a message
+//     that finds no receive has its QP's receive counter (DW0) read at once and its new
+//     receive WQEs posted (roce::qp_host), and a QP in ERR has its read every pass, so that
+//     what its driver posts completes flushed;
 //  4. runs the RC engine (frames in, the scheduled queue pairs' frames out, timers);
 //  5. turns the completions of the rc_qps that have some into CQE64s in the CQ buffers
 //     (cqe.cpp), owner bit by pass over the ring, and posts one COMP EQE to an armed CQ, which
@@ -153,6 +154,7 @@ private:
         bool sq_look = false;         // in _fetch (or, on the control path, asked to be)
         bool sq_behind = false;       // the last fetch left WQEs the rc_qp did not take (full)
         bool attended = false;        // in _attend
+        bool flushing = false;        // in _flush
         // Its doorbell record in host memory (dma_space::readable), read every time its UAR
         // page rings: found again when the record's IOVA or the DMA windows changed.
         const std::byte* record = nullptr;
@@ -200,7 +202,7 @@ private:
     void attend(qp_slot& s) noexcept { _attend.add(s); }
     void receive_wanted(qp_slot& s) noexcept;
     bool fetch_looked_at();
-    bool sweep_receives();
+    bool flush_receives();
     bool attend_slots();
     void find_send_counters();
     bool poll_uar_pages();
@@ -256,14 +258,12 @@ private:
     std::vector<qp_page> _qp_pages;
     std::uint64_t _watch_removals = ~std::uint64_t{0};   // dma_space::removals() the watches were found at
     std::vector<uar_users<cq_slot>> _cq_pages;
-    std::vector<qp_slot*> _live;     // the slots with an rc_qp
     // the slots whose send counter a pass reads: a BlueFlame write, a state change, a full ring
     roce::worklist<qp_slot, &qp_slot::sq_look> _fetch;
     // the slots whose rc_qp asked to be looked at: completions, a failure
     roce::worklist<qp_slot, &qp_slot::attended> _attend;
-    std::size_t _sweep_at = 0;       // the index in _live the next receive sweep starts at
-    // receive counters a pass reads in turn (sweep_receives): every QP's, when there are no more
-    static constexpr std::size_t sweep_per_pass = 32;
+    // the slots whose rc_qp is in ERR: their receive counters are read every pass (flush_receives)
+    roce::worklist<qp_slot, &qp_slot::flushing> _flush;
 
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};

@@ -10,6 +10,9 @@ namespace {
 bool by_qpn(const rc_qp* a, std::uint32_t qpn) noexcept { return a->qpn() < qpn; }
 }  // namespace
 
+// The heap order of the timer queue: the earliest due time at the front.
+bool engine::due_later(const timer& a, const timer& b) noexcept { return a.due > b.due; }
+
 void engine::add(rc_qp& qp) {
     std::lock_guard g(_lock);
     auto at = std::lower_bound(_qps.begin(), _qps.end(), qp.qpn(), by_qpn);
@@ -20,9 +23,14 @@ void engine::add(rc_qp& qp) {
     _scheduled.reserve(_qps.size() + 1);
     _turns.reserve(_qps.size() + 1);
     _again.reserve(_qps.size() + 1);
+    _timers.reserve(2 * (_qps.size() + 1));
     _qps.insert(at, &qp);
     qp._engine = this;
+    qp._timer_queued = clock::time_point::max();
     schedule(qp);
+    if (const auto due = qp.next_timer(); due != clock::time_point::max()) {
+        queue_timer(qp, due);   // armed before it was added
+    }
 }
 
 void engine::remove(rc_qp& qp) noexcept {
@@ -30,6 +38,9 @@ void engine::remove(rc_qp& qp) noexcept {
     std::erase(_qps, &qp);
     std::erase(_scheduled, &qp);
     qp._scheduled = false;
+    std::erase_if(_timers, [&](const timer& t) { return t.qp == &qp; });
+    std::make_heap(_timers.begin(), _timers.end(), due_later);
+    qp._timer_queued = clock::time_point::max();
     qp._engine = nullptr;
     _last = nullptr;
 }
@@ -62,8 +73,8 @@ bool engine::by_reference(frame& f, rig::roce::decoded& packet) noexcept {
 bool engine::poll(clock::time_point now) noexcept {
     std::lock_guard g(_lock);
     bool did = receive(now);
-    did = take_turns(now) || did;
-    return sweep(now) || did;
+    did = fire_timers(now) || did;
+    return take_turns(now) || did;
 }
 
 // The frames due, receive_burst at most, each to the queue pair its BTH names, which is then
@@ -150,20 +161,44 @@ bool engine::take_turns(clock::time_point now) noexcept {
     return did;
 }
 
-// Timers (ack timeout, RNR wait) of the queue pairs not scheduled: sweep_per_poll of the table
-// a poll, in turn. One that then does something is scheduled.
-bool engine::sweep(clock::time_point now) noexcept {
-    const std::size_t n = _qps.size();
+void engine::arm(rc_qp& qp, clock::time_point due) noexcept {
+    if (due < qp._timer_queued) {
+        queue_timer(qp, due);   // earlier than its live entry: that one goes stale
+    }
+}
+
+void engine::queue_timer(rc_qp& qp, clock::time_point due) noexcept {
+    if (_timers.size() == _timers.capacity()) {
+        std::erase_if(_timers, [](const timer& t) { return t.due != t.qp->_timer_queued; });
+        std::make_heap(_timers.begin(), _timers.end(), due_later);
+    }
+    _timers.push_back({due, &qp});   // room: add() reserved two a queue pair, one is live at most
+    std::push_heap(_timers.begin(), _timers.end(), due_later);
+    qp._timer_queued = due;
+}
+
+// The timers due: each one's queue pair is scheduled, and its transmit (rc_qp::requester_timers,
+// send_requests) acts on them in this poll's turns. An entry whose queue pair re-armed later
+// since is queued again at the new due time.
+bool engine::fire_timers(clock::time_point now) noexcept {
     bool did = false;
-    for (std::size_t k = 0; k < std::min(n, sweep_per_poll) && !_port.paused(); ++k) {
-        if (_sweep_at >= n) {
-            _sweep_at = 0;
+    while (!_timers.empty() && _timers.front().due <= now) {
+        std::pop_heap(_timers.begin(), _timers.end(), due_later);
+        const timer t = _timers.back();
+        _timers.pop_back();
+        rc_qp& qp = *t.qp;
+        if (t.due != qp._timer_queued) {
+            continue;   // stale: an earlier arm overtook it
         }
-        rc_qp* qp = _qps[_sweep_at++];
-        if (!qp->_scheduled && qp->transmit(now)) {
-            did = true;
-            schedule(*qp);
+        qp._timer_queued = clock::time_point::max();
+        if (const auto next = qp.next_timer(); next > now) {
+            if (next != clock::time_point::max()) {
+                queue_timer(qp, next);   // re-armed later, or stopped (max: nothing to queue)
+            }
+            continue;
         }
+        schedule(qp);
+        did = true;
     }
     return did;
 }

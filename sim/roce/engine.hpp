@@ -10,11 +10,14 @@
 //
 // The schedule: a queue pair is scheduled when a frame reaches it, when something is posted to
 // it, and at RTS and ERROR (rc_qp::schedule); its transmit goes once a poll while it keeps doing
-// something, then it leaves the schedule. A poll also sweeps sweep_per_poll queue pairs of the
-// table in turn, for their timers (ack timeout, RNR wait). So a poll costs what moves, not the
-// number of queue pairs: with 1024 of them, walking each one every poll cost more than the
-// messages (bench-scale, issue 17). With no more than sweep_per_poll queue pairs, every one is
-// swept every poll; with N, a timer fires within N / sweep_per_poll polls of its deadline.
+// something, then it leaves the schedule. Its timers (ack timeout, RNR wait) are in a queue
+// ordered by due time (arm): a poll looks at the queue's head only, and schedules the queue pairs
+// whose timer is due; a timer re-armed later than its entry says (every acknowledgement moves
+// the ack timer on) is queued again when that entry comes due, not at each re-arm. So a poll
+// costs what moves and what is due, not the number of queue pairs: with 1024 of them, walking
+// each one every poll cost more than the messages (bench-scale, issue 17), and a sweep of 32 a
+// poll in turn still cost 10 % of the model core there. A timer fires in the first poll at or
+// after its deadline, however many queue pairs there are.
 //
 // Queue pairs are added and removed on the control path, by the polling thread or while it is
 // stopped; the table is locked once per poll, not per packet. Only the polling thread schedules.
@@ -39,7 +42,6 @@ struct engine_counters {
 class engine {
 public:
     static constexpr int receive_burst = 256;  // frames one poll takes at most
-    static constexpr std::size_t sweep_per_poll = 32;  // queue pairs of the table a poll looks at for timers
 
     engine(port& wire_port, const rig::roce::gid& gid) noexcept : _port(wire_port), _gid(gid) {}
     engine(const engine&) = delete;
@@ -55,12 +57,18 @@ public:
     // The polling thread: `qp` (one of the table's) has something to send; its transmit goes in
     // the next poll's turns (rc_qp::schedule calls it).
     void schedule(rc_qp& qp) noexcept;
+    // The polling thread: `qp` (one of the table's) has a timer that runs until `due`
+    // (rc_qp::timer_armed). Queued unless an entry of it due no later is there already.
+    void arm(rc_qp& qp, clock::time_point due) noexcept;
 
 private:
     bool by_reference(frame& f, rig::roce::decoded& packet) noexcept;
     bool receive(clock::time_point now) noexcept;
     bool take_turns(clock::time_point now) noexcept;
-    bool sweep(clock::time_point now) noexcept;
+    bool fire_timers(clock::time_point now) noexcept;
+    void queue_timer(rc_qp& qp, clock::time_point due) noexcept;
+    struct timer;
+    static bool due_later(const timer& a, const timer& b) noexcept;
 
     port& _port;
     const rig::roce::gid _gid;
@@ -70,7 +78,15 @@ private:
     // The schedule, in turn order, and two lists take_turns() reuses (capacity kept: the data
     // path allocates nothing once warm). Every queue pair in one has rc_qp::_scheduled set.
     std::vector<rc_qp*> _scheduled, _turns, _again;
-    std::size_t _sweep_at = 0;  // the index in _qps the next sweep starts at
+    // The timer queue: a min-heap on due time. An entry is live when its due time is its queue
+    // pair's rc_qp::_timer_queued; the others were overtaken by an earlier arm and are passed
+    // over when they come up. Room for two entries a queue pair (add); when it is full the
+    // stale ones are dropped, which leaves at most one a queue pair: arm never allocates.
+    struct timer {
+        clock::time_point due;
+        rc_qp* qp;
+    };
+    std::vector<timer> _timers;
     rig::roce::decoded _packet; // the frame being handled, decoded
     engine_counters _counters;
 };

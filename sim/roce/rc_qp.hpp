@@ -349,6 +349,10 @@ private:
     bool send_request_packet(clock::time_point now) noexcept;
     bool send_requests(clock::time_point now) noexcept;
     bool requester_timers(clock::time_point now) noexcept;
+    // The earliest of the ack timer and the RNR wait, clock::time_point::max() when neither runs.
+    clock::time_point next_timer() const noexcept;
+    // A timer now runs until `due`: the engine's timer queue is told (engine::arm).
+    void timer_armed(clock::time_point due) noexcept;
     void fail_entry_at(std::uint32_t entry, completion_status status) noexcept;
 
     // rc_responder.cpp
@@ -371,6 +375,9 @@ private:
     qp_host* _host = nullptr;
     engine* _engine = nullptr;      // the engine it was added to (engine::add)
     bool _scheduled = false;        // in that engine's schedule
+    // The due time of this queue pair's live entry in the engine's timer queue (engine::arm),
+    // clock::time_point::max() when it has none there.
+    clock::time_point _timer_queued = clock::time_point::max();
     rig::roce::route_headers _headers{rig::roce::route{}};  // the path's Ethernet/IP/UDP headers, laid out at RTR
     std::chrono::nanoseconds _ack_timeout{0};
     qp_counters _counters;

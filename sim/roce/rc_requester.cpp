@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/roce/rc_qp.hpp"
+#include "sim/roce/engine.hpp"   // rc_qp::timer_armed: engine::arm
 
 namespace rig::sim::roce {
 
@@ -152,6 +153,7 @@ bool rc_qp::send_request_packet(clock::time_point now) noexcept {
     if (!_timer_armed && _ack_timeout.count() > 0) {
         _timer_armed = true;
         _deadline = now + _ack_timeout;
+        timer_armed(_deadline);
     }
     return true;
 }
@@ -176,6 +178,23 @@ bool rc_qp::send_requests(clock::time_point now) noexcept {
         did = true;
     }
     return did;
+}
+
+clock::time_point rc_qp::next_timer() const noexcept {
+    auto next = clock::time_point::max();
+    if (_timer_armed) {
+        next = _deadline;
+    }
+    if (_rnr_waiting) {
+        next = std::min(next, _rnr_until);
+    }
+    return next;
+}
+
+void rc_qp::timer_armed(clock::time_point due) noexcept {
+    if (_engine != nullptr) {
+        _engine->arm(*this, due);
+    }
 }
 
 bool rc_qp::requester_timers(clock::time_point now) noexcept {
@@ -258,6 +277,7 @@ void rc_qp::on_progress(clock::time_point now) noexcept {
     } else {
         _timer_armed = true;
         _deadline = now + _ack_timeout;
+        timer_armed(_deadline);
     }
     retire_completed();
 }
@@ -324,6 +344,7 @@ void rc_qp::on_response(const proto::decoded& packet, clock::time_point now) noe
             _rnr_waiting = true;
             _rnr_until = now + rnr_timer(proto::value_of(syn));
             _timer_armed = false;
+            timer_armed(_rnr_until);
             return;
         case proto::ack_kind::nak:
             break;

@@ -1,7 +1,8 @@
 // sim/roce RC recovery, one lost frame at a time (the switch drops what a port receives while
 // its drop probability is 1): a PSN gap gets one sequence NAK then silence until the expected
 // PSN; a lost ACK makes the requester resend and the responder ACK the duplicate again without
-// executing it twice; a lost READ response makes the responder execute the duplicate READ again.
+// executing it twice; a lost READ response makes the responder execute the duplicate READ again;
+// among many queue pairs, a timer acts in the first poll at its deadline.
 #include "test/model/roce_engine/fabric.hpp"
 
 using namespace rig::test::roce;
@@ -124,4 +125,49 @@ TEST_CASE("SEND gathers from several pieces and scatters into a receive of sever
     const auto rc = take_all(p.b, sr::completion_side::receive);
     REQUIRE(rc.size() == 1);
     CHECK(rc[0].byte_len == 1001);
+}
+
+// Timers among many queue pairs (engine.hpp: a queue ordered by due time, not a sweep of the
+// table): 256 more queue pairs on each side, numbered below a's and b's, and a's timers still
+// act in the first poll at their deadline, not in a later one. The times handed to poll are
+// made up, so the test does not depend on how fast the host runs.
+TEST_CASE("among 257 queue pairs, a lost ACK's timer and an RNR wait each act in the first poll at their deadline") {
+    pair p({.timeout = 8, .min_rnr_timer = 4});   // 1.05 ms; RNR 40 us
+    for (std::uint32_t qpn = 1; qpn <= 0x100; ++qpn) {
+        p.fa.make_qp(qpn, 16);
+        p.fb.make_qp(qpn, 16);
+    }
+    const auto ack = sr::ack_timeout(8);
+    const auto rnr = sr::rnr_timer(4);
+
+    SECTION("the ack timer") {
+        REQUIRE(p.b.post_receive(receive(1, rcvkey, function::va(2 * mib), 4096)));
+        REQUIRE(p.a.post_send(request(sr::work_op::send, 1, lkey, function::va(0), 1000)));
+        const auto t0 = clock::now();
+        p.fa.eng->poll(t0);              // sends; the timer runs until t0 + ack
+        pair::lose(p.fa, true);
+        p.fb.eng->poll(t0);              // executes the SEND; its ACK is lost
+        p.fa.eng->poll(t0 + 1us);        // (the loss happens here)
+        pair::lose(p.fa, false);
+        p.fa.eng->poll(t0 + ack - 1us);
+        CHECK(p.a.counters().timeouts == 0);
+        p.fa.eng->poll(t0 + ack);
+        CHECK(p.a.counters().timeouts == 1);
+        CHECK(p.a.counters().retransmitted == 1);
+    }
+    SECTION("the RNR wait") {
+        REQUIRE(p.a.post_send(request(sr::work_op::send, 1, lkey, function::va(0), 1000)));
+        const auto t0 = clock::now();
+        p.fa.eng->poll(t0);              // sends
+        p.fb.eng->poll(t0);              // no receive: RNR NAK
+        p.fa.eng->poll(t0 + 1us);        // the NAK: wait until t0 + 1 us + rnr
+        REQUIRE(p.a.counters().rnr_naks_received == 1);
+        REQUIRE(p.b.post_receive(receive(1, rcvkey, function::va(2 * mib), 4096)));
+        p.fa.eng->poll(t0 + rnr);
+        CHECK(p.a.counters().retransmitted == 0);
+        p.fa.eng->poll(t0 + 1us + rnr);
+        CHECK(p.a.counters().retransmitted == 1);
+        const auto done = p.sends_of_a(1);
+        CHECK(done[0].status == sr::completion_status::success);
+    }
 }
