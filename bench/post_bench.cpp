@@ -115,7 +115,8 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
     }
 }
 
-// The public API's post: queue_pair::post_write (misuse checks, the family's data path) + ring.
+// The public API's post: queue_pair::post_write (misuse checks, the family's data path) + ring;
+// the same entries as the helper loop's, every 64th signaled.
 [[gnu::noinline]] void api_post(rig::queue_pair& q, send_queue& sq, const rig::region& r,
                                 std::uint64_t n, std::uint32_t batch, std::vector<double>& rounds) {
     const std::uint32_t rkey = rt_rkey;
@@ -124,8 +125,10 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
         const auto t0 = clock_type::now();
         for (std::uint32_t i = 0; i < ring_entries;) {
             for (std::uint32_t b = 0; b < batch; ++b, ++i) {
-                const std::size_t off = (sq.posted() & 0xff) << 6;
-                q.post_write(r, off, 64, rig::remote{rbase + off, rkey});
+                const std::uint64_t k = sq.posted();
+                const std::size_t off = (k & 0xff) << 6;
+                q.post_write(r, off, 64, rig::remote{rbase + off, rkey}, 0,
+                             (k & 63) == 63 ? rig::signaled::yes : rig::signaled::no);
             }
             q.ring(rig::side::send);
         }
@@ -146,7 +149,8 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
             const std::uint64_t first = sq.posted();
             for (std::uint32_t j = 0; j < batch; ++j) {
                 const std::size_t off = ((first + j) & 0xff) << 6;
-                b[j] = {.at = off, .n = 64, .to = {rbase + off, rkey}};
+                b[j] = {.at = off, .n = 64, .to = {rbase + off, rkey},
+                        .sig = ((first + j) & 63) == 63 ? rig::signaled::yes : rig::signaled::no};
             }
             q.write(r, std::span(b.data(), batch));
         }

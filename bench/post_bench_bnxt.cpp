@@ -79,6 +79,7 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
     }
 }
 
+// The public API's post + ring, the same entries as the loops': each batch's last signaled.
 [[gnu::noinline]] void api_post(rig::queue_pair& q, qb::send_queue& sq, const rig::region& r, std::uint64_t n,
                                 std::uint32_t batch, std::vector<double>& rounds) {
     const std::uint32_t rkey = rt_rkey;
@@ -88,7 +89,8 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
         for (std::uint32_t i = 0; i < per_round;) {
             for (std::uint32_t b = 0; b < batch && i < per_round; ++b, ++i) {
                 const std::size_t off = (sq.posted() & 0xff) << 6;
-                q.post_write(r, off, 64, rig::remote{rbase + off, rkey});
+                const bool last = b + 1 == batch || i + 1 == per_round;   // as the loops: the batch's last
+                q.post_write(r, off, 64, rig::remote{rbase + off, rkey}, 0, last ? rig::signaled::yes : rig::signaled::no);
             }
             q.ring(rig::side::send);
         }
@@ -110,7 +112,8 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
             const std::uint64_t first = sq.posted();
             for (std::uint32_t j = 0; j < k; ++j) {
                 const std::size_t off = ((first + j) & 0xff) << 6;
-                b[j] = {.at = off, .n = 64, .to = {rbase + off, rkey}};
+                b[j] = {.at = off, .n = 64, .to = {rbase + off, rkey},
+                        .sig = j + 1 == k ? rig::signaled::yes : rig::signaled::no};
             }
             q.write(r, std::span(b.data(), k));
             i += k;
