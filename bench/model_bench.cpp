@@ -4,9 +4,10 @@
 // One block of figures per family (--family): mlx5 (two ConnectX functions), bnxt (two
 // BCM57508 functions), mixed (function 0 mlx5, function 1 bnxt: RC across the families, the
 // throughput figures in both directions); all (the default): the three in one run, then a
-// summary table. Prints figures, asserts nothing (issue 5, "Benchmarks"); the issue's targets
-// are printed beside them (64 B WRITE >= 5 M msg/s on one model core; 64 KiB WRITE >= 50 % of
-// single-core memcpy):
+// summary table. Prints figures, asserts nothing (issue 5, "Benchmarks"); the targets are
+// printed beside them: issue 5's (64 B WRITE >= 5 M msg/s on one model core; 64 KiB WRITE >= 50 %
+// of single-core memcpy) and issue 17's (>= 10 M msg/s, i.e. <= 100 ns of model CPU a message;
+// >= 85 % of memcpy; one-way latency median <= 1.0 us):
 //  (a) 64-byte RDMA WRITE message rate, NIC 0 -> NIC 1: entries posted in batches (post_write
 //      x N, one doorbell) keeping the send ring full, completions polled; with the CPU time of
 //      each model thread (data path, firmware, vfio-user server: /proc/self/task/*/stat), so
@@ -307,9 +308,10 @@ void throughput(served& m, const options& o, int from, int to, figures& f) {
         std::printf("    model CPU per message: %.0f ns (the model threads' CPU time over the messages: less "
                     "sensitive than the rate to a host with fewer free cores than busy threads)\n", cpu_ns);
         const double cores = model_cpu / r.wall;
-        std::printf("    target: >= 5 M msg/s on one model core: %.3f M msg/s with the model on %.2f cores "
-                    "(%.2f M msg/s per model core by its CPU time): %s\n", r.messages_per_s / 1e6, cores,
-                    1e3 / cpu_ns, verdict(r.messages_per_s >= 5e6 && cores <= 1.05));
+        std::printf("    target: >= 5 M msg/s on one model core (issue 5): %.3f M msg/s with the model on %.2f cores "
+                    "(%.2f M msg/s per model core by its CPU time): %s; >= 10 M (issue 17): %s\n",
+                    r.messages_per_s / 1e6, cores, 1e3 / cpu_ns, verdict(r.messages_per_s >= 5e6 && cores <= 1.05),
+                    verdict(r.messages_per_s >= 10e6 && cores <= 1.05));
         if (std::memcmp(p.ra.data(), p.rb.data(), 64) != 0) {
             die("the 64 B WRITEs did not land");
         }
@@ -342,7 +344,8 @@ void throughput(served& m, const options& o, int from, int to, figures& f) {
         print_wire(wire_before, wire_after, r.messages_per_s * r.wall);
         std::printf("    model CPU per 64 KiB: %.1f us, i.e. %.2f GB/s per model core\n",
                     1e6 * model_cpu / (r.messages_per_s * r.wall), r.messages_per_s * r.wall * block / model_cpu / 1e9);
-        std::printf("    target: >= 50 %% of single-core memcpy: %.0f %%: %s\n", 100 * bw / mc, verdict(bw >= mc / 2));
+        std::printf("    target: >= 50 %% of single-core memcpy (issue 5): %.0f %%: %s; >= 85 %% (issue 17): %s\n",
+                    100 * bw / mc, verdict(bw >= mc / 2), verdict(bw >= 0.85 * mc));
         if (std::memcmp(p.ra.data(), p.rb.data(), block) != 0) {
             die("the 64 KiB WRITEs did not land");
         }
@@ -542,6 +545,10 @@ double latency(const served& m, latency_children& k) {
     if (const auto at = line.find("median "); at != std::string::npos) {
         median = std::atof(line.c_str() + at + 7);
     }
+    // Three busy threads (two children spinning, the model core); with fewer CPUs than that,
+    // each one-way trip waits for the scheduler to switch, whatever the model costs.
+    std::printf("    target: one-way median <= 1.0 us (issue 17): %s (%ld CPUs online for 3 busy threads)\n",
+                verdict(median >= 0 && median <= 1.0), ::sysconf(_SC_NPROCESSORS_ONLN));
     return median;
 }
 
@@ -564,7 +571,8 @@ void print_summary(const std::vector<figures>& all) {
         std::snprintf(b, sizeof b, fmt, v);
         return std::string(b);
     };
-    std::printf("\nsummary (targets: 64 B WRITE >= 5 M msg/s on one model core; 64 KiB WRITE >= 50 %% of memcpy)\n");
+    std::printf("\nsummary (targets: 64 B WRITE >= 5 M msg/s on one model core, issue 17 >= 10 M; 64 KiB WRITE >= "
+                "50 %% of memcpy, issue 17 >= 85 %%; issue 17: latency median <= 1.0 us)\n");
     std::printf("  %-18s %12s %12s %14s %12s %12s %7s %14s\n", "family", "64B M msg/s", "model cores", "ns CPU/msg",
                 "64KiB GB/s", "memcpy GB/s", "ratio", "lat median us");
     for (const figures& f : all) {
