@@ -133,7 +133,9 @@ bool datapath::pass(roce::clock::time_point now) {
     } else {
         did = drop_arrivals(now) || did;
     }
-    return attend_slots() || did;
+    did = attend_slots() || did;
+    publish_owners();   // before the pins go: the CQEs' lines are the pinned view's
+    return did;
 }
 
 // The slots whose send counter is to be read: a BlueFlame write on their UAR page, a state

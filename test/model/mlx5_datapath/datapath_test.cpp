@@ -511,3 +511,66 @@ TEST_CASE("mlx5 data path: while a third function's lock is held, as its firmwar
     }
     CHECK(c_path->passes() > after);
 }
+
+// The model writes a run of CQEs body first and their owner bytes after, in order (cqe.cpp
+// publish_owners): a reader spinning on the CQ's lines meanwhile, as a driver does, never sees a
+// CQE valid before the one ahead of it, nor a valid one whose body is not its own.
+TEST_CASE("mlx5 data path: CQEs become valid in order, each with its own body, under a reader spinning on the CQ",
+          "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    queue_pair qa(a), qb(b);
+    connect(a, qa, b, qb, 0x100, 0x200);
+    connect(b, qb, a, qa, 0x200, 0x100);
+    constexpr std::uint32_t total = 200;   // within the 256-entry CQ's first pass: owner 0
+    const std::span<const std::byte> cqes = a.cq.entries();
+    const auto op_own = [&](std::uint32_t k) {
+        return std::atomic_ref<const std::byte>(cqes[std::size_t{k} * 64 + abi::cqe_offset::op_own])
+            .load(std::memory_order_acquire);
+    };
+    const auto valid = [&](std::byte v) { return (std::to_integer<unsigned>(v) >> 4) != 0xf && (v & std::byte{1}) == std::byte{0}; };
+    std::atomic<std::uint32_t> seen{0}, ahead_first{0}, wrong_body{0};
+    std::jthread reader([&](std::stop_token stop) {
+        for (std::uint32_t k = 0; k < total && !stop.stop_requested();) {
+            // the CQEs of k's run after it first, then k's: one of them was valid before k
+            bool later_valid = false;
+            for (std::uint32_t j = std::min(k + 63, total - 1); j > k && !later_valid; --j) {
+                later_valid = valid(op_own(j));
+            }
+            if (!valid(op_own(k))) {
+                ahead_first += later_valid ? 1 : 0;
+                continue;
+            }
+            const std::byte* e = cqes.data() + std::size_t{k} * 64;
+            const unsigned counter = (std::to_integer<unsigned>(e[abi::cqe_offset::wqe_counter]) << 8) |
+                                     std::to_integer<unsigned>(e[abi::cqe_offset::wqe_counter + 1]);
+            if (counter != k || (std::to_integer<unsigned>(e[abi::cqe_offset::op_own]) >> 4) !=
+                                    static_cast<unsigned>(abi::cqe_opcode::req)) {
+                ++wrong_body;
+            }
+            seen = ++k;
+        }
+    });
+    // as many as the send ring holds per doorbell: the model completes them in runs
+    for (std::uint32_t posted = 0; posted < total;) {
+        std::uint32_t batch = 0;
+        for (; posted < total && qa.sq->room() > 0; ++posted, ++batch) {
+            qa.sq->post(abi::write_op{a.local(posted * 64 % region_bytes, 64), b.remote(posted * 64 % region_bytes)}, true);
+        }
+        qa.sq->ring();
+        const auto c = a.wait(batch);
+        REQUIRE(c.size() == batch);
+        for (const auto& x : c) {
+            qa.complete(x);
+            REQUIRE(qa.sq->poll().has_value());
+        }
+    }
+    const auto until = clk::now() + 5s;
+    while (seen < total && clk::now() < until) {
+        std::this_thread::sleep_for(1ms);
+    }
+    reader.request_stop();
+    CHECK(seen == total);
+    CHECK(ahead_first == 0);
+    CHECK(wrong_body == 0);
+}
