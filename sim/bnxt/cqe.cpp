@@ -5,10 +5,11 @@
 // bnxt_qplib_cq_process_res_rc, bnxt_qplib_service_nq; main.c bnxt_re_handle_qp_async_event).
 //
 // CQE k goes to slot k mod cq_size with toggle 1 on the first pass through the ring, 0 on the
-// second, ... (bnxt_re_is_cqe_valid); its body is written first, then (model_publish) the byte
-// holding toggle and type. The model never writes over a CQE the driver's CQ doorbells have
+// second, ... (bnxt_re_is_cqe_valid); its body is written first, and the byte holding toggle and
+// type with the pass's others, in order, at its end (sim/vfio_user/polled_bytes.hpp). The model never writes over a CQE the driver's CQ doorbells have
 // not passed: while a CQ is full its completions stay in the rc_qp.
 #include <array>
+#include <cstring>
 
 #include "abi/barriers.hpp"
 #include "abi/bnxt/cqe.hpp"
@@ -171,13 +172,22 @@ bool datapath::write_cqe(cq_slot& c, std::span<std::byte, 32> cqe) {
     // 32 bytes at a multiple of 32 never cross a page (every page size is a multiple of 32)
     const std::uint64_t at = c.cq->memory.address(std::uint64_t{c.producer % size} * abi::cqe_size);
     const std::span<const std::byte> e(cqe);
-    if (at == 0 || !_dma->write(at, e.first(toggle_byte)) || !_dma->write(at + toggle_byte + 1, e.subspan(toggle_byte + 1))) {
-        log().warn("bnxt data path: CQE {} of CQ {} is outside the DMA mappings: dropped", c.producer % size, c.id);
-        return false;
-    }
-    rig::abi::barrier::model_publish();   // the body before the toggle the driver polls
-    if (!_dma->write(at + toggle_byte, e.subspan(toggle_byte, 1))) {
-        return false;
+    if (std::byte* slot = at == 0 ? nullptr : _dma->writable(at, abi::cqe_size); slot != nullptr) {
+        // the body now, the toggle byte with the pass's others (vfio_user/polled_bytes.hpp)
+        std::memcpy(slot, e.data(), toggle_byte);
+        std::memcpy(slot + toggle_byte + 1, e.data() + toggle_byte + 1, abi::cqe_size - toggle_byte - 1);
+        _toggles.hold(slot + toggle_byte, e[toggle_byte]);
+    } else {
+        _toggles.publish();   // the CQEs before it first: CQEs become valid in order
+        if (at == 0 || !_dma->write(at, e.first(toggle_byte)) ||
+            !_dma->write(at + toggle_byte + 1, e.subspan(toggle_byte + 1))) {
+            log().warn("bnxt data path: CQE {} of CQ {} is outside the DMA mappings: dropped", c.producer % size, c.id);
+            return false;
+        }
+        rig::abi::barrier::model_publish();   // the body before the toggle the driver polls
+        if (!_dma->write(at + toggle_byte, e.subspan(toggle_byte, 1))) {
+            return false;
+        }
     }
     c.producer = (c.producer + 1) % (2 * size);
     _cqes.store(_cqes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -191,6 +201,7 @@ bool datapath::write_cqe(cq_slot& c, std::span<std::byte, 32> cqe) {
 // phase); the CQ is disarmed. An armed RoCE NQ raises its vector and is disarmed; the CREQ (a CQ
 // may name it) raises its vector on every entry, as for its commands.
 void datapath::notify(cq_slot& c) {
+    _toggles.publish();   // the NQ entry follows the CQEs it announces
     c.armed = false;
     abi::nq_cn n{};
     n.type = abi::NQ_CN_TYPE_CQ_NOTIFICATION;

@@ -125,7 +125,9 @@ bool datapath::pass(roce::clock::time_point now) {
     bool did = poll_doorbells();
     did = fetch_produced() || did;
     did = (_engine ? _engine->poll(now) : drop_arrivals(now)) || did;
-    return attend_slots() || did;
+    did = attend_slots() || did;
+    _toggles.publish();   // before the pins go: the CQEs' lines are the pinned view's
+    return did;
 }
 
 // The slots whose producers moved past what the model took: their WQEs fetched while the rc_qp

@@ -47,6 +47,7 @@
 #include "sim/roce/wire.hpp"
 #include "sim/roce/work.hpp"
 #include "sim/roce/worklist.hpp"
+#include "sim/vfio_user/polled_bytes.hpp"
 
 namespace rig::sim::vfio_user {
 class dma_space;
@@ -254,6 +255,8 @@ private:
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};
     std::atomic<std::uint64_t> _cqes{0};
+    // the toggle bytes of the CQEs this pass wrote, stored at its end (cqe.cpp write_cqe)
+    vfio_user::polled_bytes _toggles;
     std::atomic<std::uint64_t> _notes{0};
     std::atomic<std::uint64_t> _dropped{0};
     std::atomic<std::uint64_t> _located{0};

@@ -12,14 +12,12 @@
 // card reports as a CQ_ERROR event (syndrome 1, CQ overrun) and this model then drops the CQE.
 // A CQ the driver armed (UAR + 0x20) gets one COMP EQE at its next CQE and is disarmed.
 #include <array>
-#include <atomic>
 #include <cstring>
 
 // The ifc headers first: they name rig::abi as `abi`, which rig::mlx5::abi (completion.hpp)
 // would hide inside rig::mlx5.
 #include "abi/mlx5/ifc/eqe.hpp"
 #include "sim/mlx5/function_model.hpp"
-#include "abi/barriers.hpp"
 #include "abi/bits.hpp"
 #include "abi/mlx5/completion.hpp"
 #include "abi/mlx5/doorbell.hpp"
@@ -145,18 +143,11 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
     }
     static_assert(cqe_abi::cqe_offset::op_own == cqe_abi::cqe_size - 1, "the owner byte is the CQE's last");
     if (std::byte* line = _dma->writable(place->iova, cqe_abi::cqe_size); line != nullptr) {
-        // The body now, the owner byte with the run's others (publish_owners): a driver polling
-        // the CQ spins on the line of the CQE it waits for, so a run written CQE by CQE moved
-        // each line between the cores twice (the body's store took it back from the poller,
-        // which then read it again while the next was written); this way the poller looks at
-        // the first line only, and the lines after it are written before it reads them.
+        // the body now, the owner byte with the pass's others (vfio_user/polled_bytes.hpp)
         std::memcpy(line, e.data(), cqe_abi::cqe_size - 1);
-        _owners[_owners_held++] = {line + cqe_abi::cqe_size - 1, e[cqe_abi::cqe_size - 1]};
-        if (_owners_held == _owners.size()) {
-            publish_owners();
-        }
+        _owners.hold(line + cqe_abi::cqe_size - 1, e[cqe_abi::cqe_size - 1]);
     } else {
-        publish_owners();   // the CQEs before it first: CQEs become valid in order
+        _owners.publish();   // the CQEs before it first: CQEs become valid in order
         if (!_dma->write_last_byte_last(place->iova, e)) {
             log().warn("mlx5 data path: CQE {:#x} of CQ {:#x} at IOVA {:#x} is outside the DMA mappings",
                        cq.producer_index, slot.cqn, place->iova);
@@ -168,25 +159,13 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
     // this thread is the counter's only writer: a plain add, not a locked one per CQE
     _cqes.store(_cqes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (slot.armed) {
-        publish_owners();   // the event follows its CQE (and every CQE before it)
         signal(slot);
     }
     return true;
 }
 
-// The owner bytes of the CQEs written since the last call, in the order their CQEs were, each
-// after a store-store barrier (model_publish: x86-64 a compiler barrier, aarch64 dmb ishst): every
-// body is visible before any owner byte, and the CQEs become valid in order, as a card's posted
-// writes do.
-void datapath::publish_owners() noexcept {
-    for (std::size_t i = 0; i < _owners_held; ++i) {
-        ::rig::abi::barrier::model_publish();
-        std::atomic_ref<std::byte>(*_owners[i].at).store(_owners[i].value, std::memory_order_relaxed);
-    }
-    _owners_held = 0;
-}
-
 void datapath::signal(cq_slot& slot) {
+    _owners.publish();   // the event follows the CQEs it announces
     slot.armed = false;  // one event per arm (kernel cq.h mlx5_cq_arm)
     auto eq = _fn._fw.eqs().find(slot.cq->eqn);
     if (eq == _fn._fw.eqs().end()) {

@@ -134,7 +134,7 @@ bool datapath::pass(roce::clock::time_point now) {
         did = drop_arrivals(now) || did;
     }
     did = attend_slots() || did;
-    publish_owners();   // before the pins go: the CQEs' lines are the pinned view's
+    _owners.publish();   // before the pins go: the CQEs' lines are the pinned view's
     return did;
 }
 

@@ -53,6 +53,7 @@
 #include "sim/roce/wire.hpp"
 #include "sim/roce/work.hpp"
 #include "sim/roce/worklist.hpp"
+#include "sim/vfio_user/polled_bytes.hpp"
 
 namespace rig::sim::vfio_user {
 class dma_space;
@@ -216,7 +217,6 @@ private:
     bool drain_completions(qp_slot& s, const qp_object& q);
     void raise_responder_event(const qp_slot& s, std::uint32_t qpn);
     bool write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t qpn, std::uint8_t send_opcode);
-    void publish_owners() noexcept;
     void signal(cq_slot& slot);
     void arm(cq_slot& slot, std::uint32_t word, bool stored);
     bool read_queue(const qp_object& q, std::uint64_t offset, std::span<std::byte> out) const noexcept;
@@ -265,15 +265,8 @@ private:
     roce::worklist<qp_slot, &qp_slot::attended> _attend;
     // the slots whose rc_qp is in ERR: their receive counters are read every pass (flush_receives)
     roce::worklist<qp_slot, &qp_slot::flushing> _flush;
-    // CQEs written but for their owner byte (op_own, the byte a driver polls), in the order they
-    // were written: publish_owners() stores those bytes in that order, before the pass lets its
-    // DMA pin go and before any event (cqe.cpp write_cqe).
-    struct owner_byte {
-        std::byte* at;
-        std::byte value;
-    };
-    std::array<owner_byte, 64> _owners{};
-    std::size_t _owners_held = 0;
+    // the owner bytes (op_own) of the CQEs this pass wrote, stored at its end (cqe.cpp write_cqe)
+    vfio_user::polled_bytes _owners;
 
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};
