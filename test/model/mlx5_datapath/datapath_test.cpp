@@ -512,16 +512,14 @@ TEST_CASE("mlx5 data path: while a third function's lock is held, as its firmwar
     CHECK(c_path->passes() > after);
 }
 
-// The model writes a run of CQEs body first and their owner bytes after, in order (cqe.cpp
-// publish_owners): a reader spinning on the CQ's lines meanwhile, as a driver does, never sees a
-// CQE valid before the one ahead of it, nor a valid one whose body is not its own.
+// The model writes a run of CQEs body first and their owner bytes after, in order
+// (sim/vfio_user/polled_bytes.hpp): a reader spinning on the CQ's lines meanwhile, as a driver
+// does, never sees a CQE valid before the one ahead of it, nor a valid one whose body is not its
+// own. (Publishing the owner bytes in reverse made this fail with 100-200 such sightings.)
 TEST_CASE("mlx5 data path: CQEs become valid in order, each with its own body, under a reader spinning on the CQ",
           "[model][mlx5]") {
-    rig::sim::roce::wire w;
-    function_side a(w), b(w);
-    queue_pair qa(a), qb(b);
-    connect(a, qa, b, qb, 0x100, 0x200);
-    connect(b, qb, a, qa, 0x200, 0x100);
+    connected_sides sides(0x100, 0x200);
+    auto& [w, a, b, qa, qb] = sides;
     constexpr std::uint32_t total = 200;   // within the 256-entry CQ's first pass: owner 0
     const std::span<const std::byte> cqes = a.cq.entries();
     const auto op_own = [&](std::uint32_t k) {

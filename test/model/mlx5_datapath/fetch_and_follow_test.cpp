@@ -46,11 +46,8 @@ void ring_doorbell(queue_pair& p, std::uint32_t counter, std::uint32_t last_firs
 
 TEST_CASE("mlx5 data path: WRITEs of 1 to 4 blocks wrap the send ring and cross its page end; every byte lands",
           "[model][mlx5]") {
-    rig::sim::roce::wire w;
-    function_side a(w), b(w);
-    queue_pair qa(a), qb(b);
-    connect(a, qa, b, qb, 0x700, 0x800);
-    connect(b, qb, a, qa, 0x800, 0x700);
+    connected_sides sides(0x700, 0x800);
+    auto& [w, a, b, qa, qb] = sides;
     // the QP buffer: RQ of 64 x 16 bytes, then the SQ's 64 blocks: the SQ's block 48 starts the
     // buffer's second 4 KiB page, so runs stop there as at the ring's end
     REQUIRE(qa.qp.send_queue().size() == 64 * block);

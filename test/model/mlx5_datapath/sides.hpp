@@ -207,4 +207,16 @@ inline void fill(std::byte* p, std::size_t n, std::uint8_t seed) {
     }
 }
 
+// Two functions on one wire, a queue pair on each, connected both ways: a sends from PSN a_psn,
+// b from b_psn.
+struct connected_sides {
+    rig::sim::roce::wire w;
+    function_side a{w}, b{w};
+    queue_pair qa{a}, qb{b};
+    connected_sides(std::uint32_t a_psn, std::uint32_t b_psn) {
+        connect(a, qa, b, qb, a_psn, b_psn);
+        connect(b, qb, a, qa, b_psn, a_psn);
+    }
+};
+
 }  // namespace rig::test::mlx5_datapath
