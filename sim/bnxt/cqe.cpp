@@ -6,8 +6,9 @@
 //
 // CQE k goes to slot k mod cq_size with toggle 1 on the first pass through the ring, 0 on the
 // second, ... (bnxt_re_is_cqe_valid); its body is written first, and the byte holding toggle and
-// type with the pass's others, in order, at its end (sim/vfio_user/polled_bytes.hpp). The model never writes over a CQE the driver's CQ doorbells have
-// not passed: while a CQ is full its completions stay in the rc_qp.
+// type with the pass's others, in order, at its end (sim/vfio_user/polled_bytes.hpp). The model
+// never writes over a CQE the driver's CQ doorbells have not passed: while a CQ is full its
+// completions stay in the rc_qp.
 #include <array>
 #include <cstring>
 
