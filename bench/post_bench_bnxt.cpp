@@ -90,7 +90,8 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
             for (std::uint32_t b = 0; b < batch && i < per_round; ++b, ++i) {
                 const std::size_t off = (sq.posted() & 0xff) << 6;
                 const bool last = b + 1 == batch || i + 1 == per_round;   // as the loops: the batch's last
-                q.post_write(r, off, 64, rig::remote{rbase + off, rkey}, 0, last ? rig::signaled::yes : rig::signaled::no);
+                q.post_write(r, off, 64, rig::remote{rbase + off, rkey}, 0,
+                             last ? rig::signaled::yes : rig::signaled::no);
             }
             q.ring(rig::side::send);
         }

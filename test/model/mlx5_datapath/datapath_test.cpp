@@ -526,7 +526,9 @@ TEST_CASE("mlx5 data path: CQEs become valid in order, each with its own body, u
         return std::atomic_ref<const std::byte>(cqes[std::size_t{k} * 64 + abi::cqe_offset::op_own])
             .load(std::memory_order_acquire);
     };
-    const auto valid = [&](std::byte v) { return (std::to_integer<unsigned>(v) >> 4) != 0xf && (v & std::byte{1}) == std::byte{0}; };
+    const auto valid = [&](std::byte v) {   // opcode not INVALID, owner 0
+        return (std::to_integer<unsigned>(v) >> 4) != 0xf && (v & std::byte{1}) == std::byte{0};
+    };
     std::atomic<std::uint32_t> seen{0}, ahead_first{0}, wrong_body{0};
     std::jthread reader([&](std::stop_token stop) {
         for (std::uint32_t k = 0; k < total && !stop.stop_requested();) {
@@ -553,7 +555,8 @@ TEST_CASE("mlx5 data path: CQEs become valid in order, each with its own body, u
     for (std::uint32_t posted = 0; posted < total;) {
         std::uint32_t batch = 0;
         for (; posted < total && qa.sq->room() > 0; ++posted, ++batch) {
-            qa.sq->post(abi::write_op{a.local(posted * 64 % region_bytes, 64), b.remote(posted * 64 % region_bytes)}, true);
+            const std::size_t at = posted * 64 % region_bytes;
+            qa.sq->post(abi::write_op{a.local(at, 64), b.remote(at)}, true);
         }
         qa.sq->ring();
         const auto c = a.wait(batch);
