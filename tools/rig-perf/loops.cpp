@@ -191,7 +191,7 @@ std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>&
 }
 
 std::expected<void, std::string> warm_up(test_kind k, std::vector<lane>& lanes, const loop_settings& s) {
-    if (k != test_kind::write_bw && k != test_kind::read_bw && k != test_kind::send_bw) {
+    if (is_latency(k)) {
         throw std::invalid_argument("warm_up: " + std::string(test_name(k)) + ": the bandwidth tests only (a "
                                     "latency test has none)");
     }
