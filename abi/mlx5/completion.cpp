@@ -42,8 +42,9 @@ std::string_view to_string(cqe_opcode o) noexcept {
     return "unknown";
 }
 
-void encode(std::span<std::byte, cqe_size> c, const completion& x) noexcept {
-    std::memset(c.data(), 0, cqe_size);
+std::byte encode_body(std::span<std::byte, cqe_size> c, const completion& x) noexcept {
+    static_assert(cqe_offset::op_own == cqe_size - 1, "op_own is the CQE's last byte");
+    std::memset(c.data(), 0, cqe_offset::op_own);
     store_be<std::uint32_t>(c.data() + cqe_offset::imm_inval_pkey, x.immediate);
     const bool is_error = x.opcode == cqe_opcode::req_err || x.opcode == cqe_opcode::resp_err;
     if (is_error) {
@@ -55,9 +56,12 @@ void encode(std::span<std::byte, cqe_size> c, const completion& x) noexcept {
     store_be<std::uint32_t>(c.data() + cqe_offset::sop_drop_qpn,
                             (std::uint32_t{x.send_opcode} << 24) | (x.qpn & 0xffffff));
     store_be<std::uint16_t>(c.data() + cqe_offset::wqe_counter, x.wqe_counter);
-    c[cqe_offset::op_own] = static_cast<std::byte>(
-        (static_cast<std::uint8_t>(x.opcode) << 4) | ((x.format & 3) << 2) |
-        (x.solicited ? 2 : 0) | (x.owner ? 1 : 0));
+    return static_cast<std::byte>((static_cast<std::uint8_t>(x.opcode) << 4) | ((x.format & 3) << 2) |
+                                  (x.solicited ? 2 : 0) | (x.owner ? 1 : 0));
+}
+
+void encode(std::span<std::byte, cqe_size> c, const completion& x) noexcept {
+    c[cqe_offset::op_own] = encode_body(c, x);
 }
 
 }  // namespace rig::mlx5::abi

@@ -122,8 +122,6 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
     x.error = syndrome_of(c.status);
     x.syndrome = static_cast<std::uint8_t>(x.error);
     x.owner = ((cq.producer_index >> cq.log_cq_size) & 1) != 0;
-    std::array<std::byte, cqe_abi::cqe_size> e{};
-    cqe_abi::encode(std::span<std::byte, cqe_abi::cqe_size>(e), x);
 
     // CQE n lies at n mod size in the CQ's pages; nullopt when its pages do not reach it
     const auto place_of = [&](std::uint32_t n) {
@@ -143,10 +141,12 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
     }
     static_assert(cqe_abi::cqe_offset::op_own == cqe_abi::cqe_size - 1, "the owner byte is the CQE's last");
     if (std::byte* line = _dma->writable(place->iova, cqe_abi::cqe_size); line != nullptr) {
-        // the body now, the owner byte with the pass's others (vfio_user/polled_bytes.hpp)
-        std::memcpy(line, e.data(), cqe_abi::cqe_size - 1);
-        _owners.hold(line + cqe_abi::cqe_size - 1, e[cqe_abi::cqe_size - 1]);
+        // the body now, in place, the owner byte with the pass's others (polled_bytes.hpp)
+        const std::byte op_own = cqe_abi::encode_body(std::span<std::byte, cqe_abi::cqe_size>(line, cqe_abi::cqe_size), x);
+        _owners.hold(line + cqe_abi::cqe_offset::op_own, op_own);
     } else {
+        std::array<std::byte, cqe_abi::cqe_size> e{};
+        cqe_abi::encode(std::span<std::byte, cqe_abi::cqe_size>(e), x);
         _owners.publish();   // the CQEs before it first: CQEs become valid in order
         if (!_dma->write_last_byte_last(place->iova, e)) {
             log().warn("mlx5 data path: CQE {:#x} of CQ {:#x} at IOVA {:#x} is outside the DMA mappings",
