@@ -432,7 +432,7 @@ bool rc_qp::write_payload(std::span<const std::byte> payload) noexcept {
 // ---- the wire ------------------------------------------------------------------------------------------
 
 frame* rc_qp::start_frame(const proto::transport& t, std::size_t payload_bytes, std::span<std::byte>& payload) noexcept {
-    frame* f = _port.allocate();
+    frame* f = _port.allocate_to_send();
     if (f == nullptr) {
         return nullptr;   // the switch is out of buffers: try again next poll
     }
@@ -442,7 +442,7 @@ frame* rc_qp::start_frame(const proto::transport& t, std::size_t payload_bytes, 
 }
 
 frame* rc_qp::start_frame(const proto::transport& t, const std::byte* payload, std::size_t payload_bytes) noexcept {
-    frame* f = _port.allocate();
+    frame* f = _port.allocate_to_send();
     if (f == nullptr) {
         return nullptr;
     }

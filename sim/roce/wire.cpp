@@ -83,6 +83,11 @@ std::string mac_text(const mac_address& m) {
 port::~port() {
     _wire.detach(*this);
     give_back_released();
+    while (_spare != nullptr) {
+        frame* f = _spare;
+        _spare = f->next;
+        _wire.give(f);
+    }
     while (_outbound != nullptr) {   // sent but never flushed, or held back: they leave with the port
         frame* f = _outbound;
         _outbound = f->next;
@@ -102,6 +107,19 @@ port::~port() {
 }
 
 frame* port::allocate() noexcept { return paused() ? nullptr : _wire.take(); }
+
+frame* port::allocate_to_send() noexcept {
+    if (paused()) {
+        return nullptr;
+    }
+    if (_spare == nullptr && (_spare = _wire.take(wire::spare_batch)) == nullptr) {
+        return nullptr;
+    }
+    frame* f = _spare;
+    _spare = f->next;
+    f->next = nullptr;
+    return f;
+}
 
 void port::transmit(frame* f, clock::time_point now) noexcept { _wire.forward(*this, f, now); }
 
@@ -493,21 +511,29 @@ void wire::grow_locked() noexcept {
     _free_count += n;
 }
 
-frame* wire::take() noexcept {
+frame* wire::take() noexcept { return take(1); }
+
+frame* wire::take(std::size_t n) noexcept {
     std::lock_guard g(_pool_lock);
     if (_free == nullptr) {
         grow_locked();
     }
-    frame* f = _free;
-    if (f != nullptr) {
-        _free = f->next;
+    frame* const first = _free;
+    frame* last = nullptr;
+    for (std::size_t i = 0; i < n && _free != nullptr; ++i) {
+        last = _free;
+        _free = last->next;
         --_free_count;
-        f->next = f->prev = nullptr;
-        f->size = 0;
-        f->sealed = true;
-        f->payload_ref = nullptr;
+        last->prev = nullptr;
+        last->size = 0;
+        last->sealed = true;
+        last->payload_ref = nullptr;
     }
-    return f;
+    if (last == nullptr) {
+        return nullptr;
+    }
+    last->next = nullptr;
+    return first;
 }
 
 void wire::give(frame* f) noexcept {

@@ -50,7 +50,8 @@
 // wire's model core, or by threads that never run while one of its windows goes (a test's
 // single polling loop): the guard pauses the core, and no other thread.
 //
-// Per frame on the wire, without capture or faults: one pool lock to allocate; a sender that
+// Per frame on the wire, without capture or faults: one pool lock to allocate (a queue pair's
+// transmit takes spare_batch frames under one: allocate_to_send); a sender that
 // sends in bursts (send, then flush: a queue pair's transmit) takes the shared config lock,
 // the receiver's queue lock and the relaxed atomic counters once per run of frames to one
 // port (spin locks: spin_lock.hpp; with one model core they are never contended), transmit()
@@ -151,6 +152,10 @@ public:
 
     // A free buffer, or nullptr when the pool is empty (try again after receiving).
     frame* allocate() noexcept;
+    // allocate() for the thread that sends on this port (send/flush below): the frames come from
+    // the pool `spare_batch` at a time, under one pool lock, and wait in the port until used
+    // (they count as in use, as released frames not yet given back do).
+    frame* allocate_to_send() noexcept;
     // Sends `f` (f->size bytes) and gives it up, whatever happens to it.
     void transmit(frame* f, clock::time_point now) noexcept;
     // transmit() in two steps, for the thread that sends on this port (one at a time: its
@@ -222,6 +227,7 @@ private:
     std::atomic<bool> _paused{false};   // _outbound holds frames held back by a full queue
     clock::time_point _held_since{};    // the last flush that paused the port or that moved held frames
     std::atomic<clock::rep> _polled_at{0};   // the owner's last receive(), by its clock
+    frame* _spare = nullptr;     // the sender's own: taken from the pool, not yet used
     frame* _released = nullptr;  // linked by next, newest first
     frame* _released_last = nullptr;
     std::size_t _released_count = 0;
@@ -242,6 +248,7 @@ public:
     static constexpr std::size_t chunk_frames = chunk_bytes / sizeof(frame);
     static constexpr std::size_t default_port_queue_limit = 1024;
     static constexpr std::size_t release_batch = 64;
+    static constexpr std::size_t spare_batch = 16;
     // A sender waits for a full queue only while the queue's owner drains it: a port whose owner
     // has not looked at it for this long since the sender was held back (a function stopped, or
     // gone without detaching) tail-drops what does not fit, as a switch's PFC watchdog drops in
@@ -284,13 +291,15 @@ public:
     // guard is replaced. The guard outlives the wire harmlessly (it then does nothing).
     void guard_unmaps(vfio_user::dma_space& dma);
     // Frames a transmit can still take: free ones, and those the pool may still grow by (frames a
-    // receiver released since its last receive that found nothing are not counted yet).
+    // receiver released since its last receive that found nothing, and a sender's spares, are
+    // not counted).
     std::size_t free_frames() const;
 
 private:
     friend class port;
     class guard;   // wire.cpp
     frame* take() noexcept;
+    frame* take(std::size_t n) noexcept;   // up to n, linked by next (nullptr: none)
     void give(frame* f) noexcept;
     void give(frame* first, frame* last, std::size_t n) noexcept;  // a list linked by next
     void forward(port& from, frame* f, clock::time_point now) noexcept;
