@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -115,8 +116,10 @@ public:
     // Commands submitted after use_events(true) wait for complete() instead of polling; a
     // command waiting on events when use_events(false) is called goes back to polling its slot.
     // A command issued on `event_thread` itself (from an event handler) polls: the thread that
-    // would report its completion is the one waiting.
-    void use_events(bool on, std::thread::id event_thread = {});
+    // would report its completion is the one waiting. `look_now` has the event thread take the
+    // EQEs already written without waiting for their interrupt (a DESTROY handed back before
+    // its waiter looked calls it before it waits for its CMD event).
+    void use_events(bool on, std::thread::id event_thread = {}, std::function<void()> look_now = {});
     bool uses_events() const noexcept { return _events.load(std::memory_order_acquire); }
     // A CMD EQE's command_completion_vector: bit i set = slot i was handed back.
     void complete(std::uint32_t vector);
@@ -167,6 +170,7 @@ private:
     std::condition_variable _done;   // a slot completed, the mode changed, or the queue failed
     std::atomic<bool> _events{false};
     std::thread::id _event_thread;   // its commands poll (use_events)
+    std::function<void()> _look_now; // use_events'
     std::atomic<bool> _failed{false};
     std::atomic<bool> _verify_signatures{false};
     std::optional<error> _failure;

@@ -152,7 +152,7 @@ result<std::unique_ptr<events>> events::start(driver::function& fn, command_queu
     }
     ev->_pages = std::thread([p_ev = ev.get()] { p_ev->page_worker(); });
     ev->_thread = std::thread([p_ev = ev.get()] { p_ev->run(); });
-    q.use_events(true, ev->_thread.get_id());
+    q.use_events(true, ev->_thread.get_id(), [p_ev = ev.get()] { p_ev->wake(); });
     log().debug("mlx5 events on {}: EQ {:#x} on UAR {:#x}, {} entries, doorbell {}", fn.name(), ev->eqn(), uar,
                 1u << options.log_eq_size, ev->_doorbell != nullptr ? "mapped" : "by region write");
     return ev;
@@ -241,6 +241,10 @@ void events::run() {
             if (::read(_irq_fd, &fired, sizeof fired) == static_cast<ssize_t>(sizeof fired) && fired != 0) {
                 count(&event_counts::interrupts);
             }
+        }
+        if (n > 0 && (fds[1].revents & POLLIN) != 0) {
+            std::uint64_t asked = 0;
+            static_cast<void>(::read(_wake_fd, &asked, sizeof asked));   // wake(): a look, no interrupt
         }
         // Drained on every wake, interrupt or not: an EQE whose interrupt was lost is found at
         // the next health interval at the latest.
@@ -398,6 +402,11 @@ void events::page_worker() {
     }
 }
 
+void events::wake() noexcept {
+    const std::uint64_t one = 1;
+    static_cast<void>(::write(_wake_fd, &one, sizeof one));
+}
+
 void events::stop_threads() {
     const auto self = std::this_thread::get_id();
     if (self == _thread.get_id() || self == _pages.get_id()) {
@@ -405,8 +414,7 @@ void events::stop_threads() {
     }
     _stopping.store(true, std::memory_order_release);
     if (_wake_fd >= 0) {
-        const std::uint64_t one = 1;
-        static_cast<void>(::write(_wake_fd, &one, sizeof one));
+        wake();
     }
     {
         std::lock_guard g(_lock);  // a worker between its check and its wait sees the flag

@@ -125,6 +125,7 @@ private:
     result<void> map_doorbell();
     result<void> ring_doorbell(bool arm);
     void run();
+    void wake() noexcept;   // the thread drains now (the command queue's look_now)
     bool drain();
     void dispatch(const std::byte* eqe);
     void page_worker();

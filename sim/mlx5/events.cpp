@@ -137,11 +137,24 @@ bool function_model::post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t s
         _wake.notify_one();
     }
     if (eq.armed) {
-        eq.armed = false;  // one interrupt per arm (kernel lib/eq.h eq_update_ci)
-        ++_interrupts;
-        _server->trigger(vu::irq::msix, eq.intr);
+        interrupt(eq);
     }
     return true;
+}
+
+// One interrupt per arm (kernel lib/eq.h eq_update_ci): the EQ is disarmed, its MSI-X vector
+// raised (withheld ones are counted but not sent: withhold_interrupts).
+void function_model::interrupt(eq_object& eq) {
+    eq.armed = false;
+    ++_interrupts;
+    if (!_interrupts_withheld) {
+        _server->trigger(vu::irq::msix, eq.intr);
+    }
+}
+
+void function_model::withhold_interrupts(bool on) {
+    std::lock_guard g(_lock);
+    _interrupts_withheld = on;
 }
 
 // Whether some EQ's doorbells lie in an untrapped UAR page, which only a look at the page's
@@ -197,10 +210,7 @@ void function_model::apply_eq_doorbell(std::uint32_t page, bool arm, std::uint32
     if (arm) {
         eq.armed = true;
         if (eq.producer_index != eq.consumer_index && _server != nullptr) {
-            // armed with entries still unconsumed: the EQ signals at once
-            eq.armed = false;
-            ++_interrupts;
-            _server->trigger(vu::irq::msix, eq.intr);
+            interrupt(eq);   // armed with entries still unconsumed: the EQ signals at once
         }
     }
 }

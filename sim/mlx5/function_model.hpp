@@ -248,6 +248,9 @@ public:
     // not a dead firmware: that is fatal()).
     void silence();
     void resume();  // commands taken while silent run now
+    // Test hook: while on, the EQs' MSI-X messages are counted (interrupts_raised) but not sent,
+    // as messages lost on the way to the driver's eventfd; the EQEs are written as ever.
+    void withhold_interrupts(bool on);
     // The next command with this opcode fails with `status` and `syndrome` (it does not run).
     void fail_next(std::uint16_t opcode, rig::mlx5::ifc::cmd_status status, std::uint32_t syndrome);
     // The function is gone: config space and BAR0 read all ones, writes are dropped, nothing
@@ -324,6 +327,7 @@ private:
     bool post_event_locked(std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
     bool post_qp_event_locked(std::uint32_t qpn, std::uint8_t event_type);
     bool post_to_eq(eq_object& eq, std::uint8_t type, std::uint8_t sub_type, std::span<const std::byte> data);
+    void interrupt(eq_object& eq);
     bool poll_eq_doorbells();  // true when a doorbell was written since the last look
     bool eq_doorbells_in_memory() const;
     bool in_memory(const eq_object& eq) const;   // its doorbells lie in an untrapped UAR page
@@ -370,6 +374,7 @@ private:
     // events and faults
     std::uint64_t _events = 0;
     std::uint64_t _interrupts = 0;
+    bool _interrupts_withheld = false;
     bool _fatal = false;
     bool _silent = false;
     bool _dead = false;

@@ -388,6 +388,51 @@ TEST_CASE("mlx5 events: COMP events of a CQ on the EQ reach the completion handl
     require_ok(ev->stop(n.stranded, in(1s)));
 }
 
+// The interrupt into a guest can come tens of milliseconds after the CMD EQE (QEMU TCG: the
+// guest suite's mlx5 steps took 4x as long as without waiting for it). A waiting command looks
+// at its entry's ownership byte every millisecond, and a DESTROY asks the event thread to take
+// the EQEs already written (look_now) rather than waiting for their interrupt.
+TEST_CASE("mlx5 events: commands whose interrupts are lost complete, a DESTROY with its own CMD event taken",
+          "[model][mlx5]") {
+    auto o = nic::options();
+    o.command_latency = 2ms;   // every command waits for its completion, past the waiter's spin
+    nic n(o);
+    auto ev = n.start(60s);   // no health check to wake the event thread during the test
+    fw::cq_params p;
+    p.log_size = 6;
+    p.uar = n.uar;
+    p.eqn = ev->eqn();
+    auto cq = fw::cq::create(*n.q, *n.t.f, n.stranded, n.records, p, in(1s));
+    require_ok(cq);
+    REQUIRE(eventually([&] { return ev->counts().eqes == n.t.fn.events_posted(); }));
+
+    n.t.fn.withhold_interrupts(true);
+    const auto seen = ev->counts();
+    const auto raised = n.t.fn.interrupts_raised();
+    // Waiting for the interrupt, the first would come back only at its deadline (handed back,
+    // its CMD event lost: the kernel's mlx5_cmd_eq_recover case).
+    const auto by = in(5s);
+    for (int i = 0; i < 5; ++i) {
+        require_ok(n.nop(by));
+    }
+    CHECK(clk::now() < by);
+    CHECK(n.t.fn.interrupts_raised() > raised);   // the model raised one (the EQ stays disarmed)
+    CHECK(ev->counts().commands == seen.commands); // and nothing woke the event thread
+    CHECK(ev->counts().interrupts == seen.interrupts);
+
+    // The DESTROY returns only once the event thread took its CMD event (without look_now: after
+    // the 1 s grace, the event still untaken)
+    require_ok(cq->destroy(*n.q, *n.t.f, n.stranded, in(2s)));
+    const auto after = ev->counts();
+    CHECK(after.commands > seen.commands);
+    CHECK(after.eqes == n.t.fn.events_posted());
+    CHECK(after.interrupts == seen.interrupts);
+
+    n.t.fn.withhold_interrupts(false);
+    require_ok(n.nop(in(1s)));
+    require_ok(ev->stop(n.stranded, in(1s)));
+}
+
 TEST_CASE("mlx5 events: a fatal health report fails waiting and later commands", "[model][mlx5]") {
     nic n;
     auto ev = n.start(20ms);
