@@ -162,6 +162,15 @@ struct nic {
         return std::move(*ev);
     }
 
+    // A 64-entry CQ whose events go to EQ `eqn`.
+    fw::result<fw::cq> make_cq(std::uint32_t eqn) {
+        fw::cq_params p;
+        p.log_size = 6;
+        p.uar = uar;
+        p.eqn = eqn;
+        return fw::cq::create(*q, *t.f, stranded, records, p, in(1s));
+    }
+
     fw::result<std::vector<std::byte>> nop(clk::time_point by) {
         return q->exec<ifc::nop_in, ifc::nop_out>(make<ifc::nop_in>(opcode::nop), by);
     }
@@ -366,11 +375,7 @@ TEST_CASE("mlx5 events: COMP events of a CQ on the EQ reach the completion handl
     // A short health interval: cq::create calls into the function from this thread while the
     // event thread reads the health registers (driver::function calls are thread-safe).
     auto ev = n.start(5ms);
-    fw::cq_params p;
-    p.log_size = 6;
-    p.uar = n.uar;
-    p.eqn = ev->eqn();
-    auto cq = fw::cq::create(*n.q, *n.t.f, n.stranded, n.records, p, in(1s));
+    auto cq = n.make_cq(ev->eqn());
     require_ok(cq);
     REQUIRE(n.t.fn.post_completion(cq->cqn()));
     REQUIRE(n.t.fn.post_completion(cq->cqn()));
@@ -398,11 +403,7 @@ TEST_CASE("mlx5 events: commands whose interrupts are lost complete, a DESTROY w
     o.command_latency = 2ms;   // every command waits for its completion, past the waiter's spin
     nic n(o);
     auto ev = n.start(60s);   // no health check to wake the event thread during the test
-    fw::cq_params p;
-    p.log_size = 6;
-    p.uar = n.uar;
-    p.eqn = ev->eqn();
-    auto cq = fw::cq::create(*n.q, *n.t.f, n.stranded, n.records, p, in(1s));
+    auto cq = n.make_cq(ev->eqn());
     require_ok(cq);
     REQUIRE(eventually([&] { return ev->counts().eqes == n.t.fn.events_posted(); }));
 
