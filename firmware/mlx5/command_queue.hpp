@@ -14,7 +14,10 @@
 //
 // Threads: exec may be called from any thread. In polling mode each caller polls its own slot;
 // in event mode (use_events, driven by firmware/mlx5/events.hpp) each caller sleeps until the
-// event thread reports its slot done in a CMD event (kernel cmd.c mlx5_cmd_comp_handler). Either
+// event thread reports its slot done in a CMD event (kernel cmd.c mlx5_cmd_comp_handler), and
+// looks at its entry itself every millisecond meanwhile (an interrupt into a guest can come tens
+// of ms late; a DESTROY found handed back still waits for its event, asking the event thread
+// to look now). Either
 // way several commands may be outstanding in different slots at once: the queue's lock is held
 // while a slot is filled and while its result is read, never while the device runs it. The last
 // slot is kept for page-request commands (exec_page_command; rdma-core's slot 31), so that a
