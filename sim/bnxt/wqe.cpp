@@ -41,7 +41,8 @@ base_fields base_of(std::span<const std::byte, static_wqe_bytes> wqe) noexcept {
 }
 
 // The inline bytes after the header; false when the entry cannot carry them.
-bool take_inline(std::span<const std::byte, static_wqe_bytes> wqe, const base_fields& b, roce::send_request& r) noexcept {
+bool take_inline(std::span<const std::byte, static_wqe_bytes> wqe, const base_fields& b,
+                 roce::send_request& r) noexcept {
     const std::size_t slots = (std::size_t{b.length} + slot_bytes - 1) / slot_bytes;
     if (r.op == roce::work_op::read || b.length > abi::static_max_inline || b.slots != 2 + slots) {
         return false;
@@ -159,7 +160,8 @@ bool parse_receive_wqe(std::span<const std::byte> wqe, std::uint32_t max_sge, st
         if (key == 0) {
             return false;
         }
-        out.sg[out.sge_count++] = roce::sge{.va = field<std::uint64_t>(g, abi::fast::sge_va_f), .key = key, .length = size};
+        out.sg[out.sge_count++] =
+            roce::sge{.va = field<std::uint64_t>(g, abi::fast::sge_va_f), .key = key, .length = size};
     }
     return true;
 }

@@ -12,7 +12,6 @@
 // card reports as a CQ_ERROR event (syndrome 1, CQ overrun) and this model then drops the CQE.
 // A CQ the driver armed (UAR + 0x20) gets one COMP EQE at its next CQE and is disarmed.
 #include <array>
-#include <cstring>
 
 // The ifc headers first: they name rig::abi as `abi`, which rig::mlx5::abi (completion.hpp)
 // would hide inside rig::mlx5.
@@ -142,7 +141,8 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
     static_assert(cqe_abi::cqe_offset::op_own == cqe_abi::cqe_size - 1, "the owner byte is the CQE's last");
     if (std::byte* line = _dma->writable(place->iova, cqe_abi::cqe_size); line != nullptr) {
         // the body now, in place, the owner byte with the pass's others (polled_bytes.hpp)
-        const std::byte op_own = cqe_abi::encode_body(std::span<std::byte, cqe_abi::cqe_size>(line, cqe_abi::cqe_size), x);
+        const std::span<std::byte, cqe_abi::cqe_size> cqe(line, cqe_abi::cqe_size);
+        const std::byte op_own = cqe_abi::encode_body(cqe, x);
         _owners.hold(line + cqe_abi::cqe_offset::op_own, op_own);
     } else {
         std::array<std::byte, cqe_abi::cqe_size> e{};
