@@ -107,7 +107,7 @@ public:
     std::uint64_t retransmissions_refused() const noexcept { return _refused.load(std::memory_order_relaxed); }
 
     // One pass, with the function model's lock held (roce::station).
-    bool step() noexcept override;
+    bool step(roce::clock::time_point now) noexcept override;
     // A command ran (the firmware's thread, the function's lock held): its objects are followed
     // now, before the driver sees it complete, as a card's command changes the QP context
     // before its completion; the rc_qp of a QP that reached RTR is built here, not in the pass

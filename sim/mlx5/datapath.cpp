@@ -89,9 +89,9 @@ datapath::~datapath() {
     }
 }
 
-bool datapath::step() noexcept {
-    return roce::step_when_free(_fn._lock, [this] {
-        const bool worked = pass(roce::clock::now());
+bool datapath::step(roce::clock::time_point now) noexcept {
+    return roce::step_when_free(_fn._lock, [this, now] {
+        const bool worked = pass(now);
         _passes.fetch_add(1, std::memory_order_relaxed);
         return worked;
     });

@@ -116,7 +116,7 @@ public:
     std::uint64_t frames_dropped() const noexcept { return _dropped.load(std::memory_order_relaxed); }
 
     // One pass, with the function model's lock held (roce::station).
-    bool step() noexcept override;
+    bool step(roce::clock::time_point now) noexcept override;
     // A command ran (the firmware's thread, the function's lock held): its objects are followed
     // now, before the driver sees it complete, as a card's command changes the QP context
     // before its completion; the rc_qp of a QP that reached RTR is built here, not in the pass
@@ -257,6 +257,7 @@ private:
         std::vector<send_watch> watches;
     };
     std::vector<qp_page> _qp_pages;
+    void prefetch_named(const qp_page& page, std::span<const std::uint32_t> named) noexcept;
     std::uint64_t _watch_removals = ~std::uint64_t{0};   // dma_space::removals() the watches were found at
     std::vector<uar_users<cq_slot>> _cq_pages;
     // the slots whose send counter a pass reads: a BlueFlame write, a state change, a full ring

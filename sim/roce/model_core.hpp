@@ -14,11 +14,13 @@
 // Each station's step takes its function's lock, which that function's firmware thread
 // shares, and only when it is free (step_when_free): a command that holds it for long (an
 // INIT2RTR builds the queue pair's RC state under it) stops its own function's data path, as a
-// card's command does its function's, not every function of the core. A round that found
-// nothing yields the CPU, and a busy core yields every 64th round,
-// so that a waiting command gets the lock (a mutex taken back at once after its release would
-// starve the waiter; CFS/EEVDF charge a yield as a spent slice, so a per-round yield on a busy
-// core would starve the core instead).
+// card's command does its function's, not every function of the core. A busy core yields
+// every 64th round, so that a waiting command gets the lock (a mutex taken back at once after
+// its release would starve the waiter; CFS/EEVDF charge a yield as a spent slice, so a
+// per-round yield on a busy core would starve the core instead). Rounds that find nothing
+// yield once every idle_yield, not each: a yield is a system call, about 1.5 us on a VM (an
+// idle round without it about 0.25 us), and a doorbell rung during it waits for its end
+// (bench-model's latency: an idle round took 1.7 us when each one yielded).
 //
 // Threading: join and leave may be called from any thread but the core's own. leave returns
 // once the station's step is not running and will not run again; it must not be called with
@@ -37,9 +39,10 @@ namespace rig::sim::roce {
 
 class station {
 public:
-    // One pass of this station's data path; whether it did anything (moved a frame, fetched an
+    // One pass of this station's data path at `now` (the round's time: the core reads the clock
+    // once a round, not once a station); whether it did anything (moved a frame, fetched an
     // entry, wrote a completion). Called by the core's thread only. Must not throw.
-    virtual bool step() noexcept = 0;
+    virtual bool step(std::chrono::steady_clock::time_point now) noexcept = 0;
 
 protected:
     station() = default;
@@ -68,6 +71,7 @@ public:
     static constexpr std::chrono::microseconds busy_window{100};
     static constexpr std::chrono::microseconds min_backoff{20};
     static constexpr std::chrono::microseconds max_backoff{1000};
+    static constexpr std::chrono::microseconds idle_yield{50};
 
     // `name`: the thread's name (15 characters at most are kept), seen by top -H and benchmarks.
     explicit model_core(std::string name = "rig-model");
@@ -111,7 +115,7 @@ public:
 
 private:
     void loop();
-    bool round();
+    bool round(std::chrono::steady_clock::time_point now);
     bool asked_busy() const noexcept;   // stay_busy's time not over
 
     const std::string _name;

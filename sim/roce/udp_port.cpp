@@ -115,8 +115,7 @@ udp_counters udp_port::counters() const noexcept {
     return c;
 }
 
-bool udp_port::step() noexcept {
-    const clock::time_point now = clock::now();
+bool udp_port::step(clock::time_point now) noexcept {
     _port->flush(now);   // arrivals a full queue held back go first (wire.hpp: lossless)
     const bool sent = send(now);
     const bool received = receive(now);

@@ -82,7 +82,7 @@ public:
     udp_port(const udp_port&) = delete;
     udp_port& operator=(const udp_port&) = delete;
 
-    bool step() noexcept override;
+    bool step(clock::time_point now) noexcept override;
 
     const udp_address& local() const noexcept { return _local; }   // the bound one (port 0: the kernel's)
     const udp_address& peer() const noexcept { return _peer; }

@@ -30,7 +30,7 @@ struct counting_station final : sr::station {
     std::mutex threads_lock;
     std::set<std::thread::id> threads;
 
-    bool step() noexcept override {
+    bool step(std::chrono::steady_clock::time_point) noexcept override {
         in_step = true;
         {
             std::lock_guard g(threads_lock);

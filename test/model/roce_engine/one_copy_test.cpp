@@ -51,7 +51,7 @@ struct polled final : sr::station {
     std::mutex lock;
     std::atomic<bool> held{false};
     explicit polled(function& fn) : f(fn) {}
-    bool step() noexcept override {
+    bool step(std::chrono::steady_clock::time_point) noexcept override {
         std::lock_guard g(lock);
         if (held.load()) {
             return false;
