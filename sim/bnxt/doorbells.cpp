@@ -3,6 +3,8 @@
 // (abi dbc_dbc), and new send and receive WQEs fetched from the queues' memory into the rc_qp
 // (docs/bnxt-data-path.md "Doorbell pages", "Queues";
 // qplib_res.h bnxt_qplib_ring_db, bnxt_qplib_ring_prod_db; datapath.hpp).
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -28,6 +30,28 @@ constexpr std::uint64_t sge_bytes = abi::sq_sge::layout_size;
 
 }  // namespace
 
+// A block of a doorbell page with nothing written since its last look: its bytes ORed 16 at a
+// time into four accumulators (SSE2, x86-64's baseline: two loads a cycle, no branch), before
+// any word of it is looked at one by one (below). A page is 4 KiB: a branch per word made the
+// scan most of an idle bnxt pass (bench-model's latency), and every word must be watched,
+// whatever offset a driver rings at. The loads are plain: a word found set is taken atomically.
+namespace {
+constexpr std::size_t scan_block = 512;
+constexpr std::size_t words_per_block = scan_block / sizeof(std::uint64_t);
+bool block_clear(const std::byte* block) noexcept {
+    const auto* v = reinterpret_cast<const __m128i*>(block);
+    __m128i a = _mm_setzero_si128(), b = a, c = a, d = a;
+    for (std::size_t i = 0; i < scan_block / sizeof(__m128i); i += 4) {
+        a = _mm_or_si128(a, _mm_load_si128(v + i));
+        b = _mm_or_si128(b, _mm_load_si128(v + i + 1));
+        c = _mm_or_si128(c, _mm_load_si128(v + i + 2));
+        d = _mm_or_si128(d, _mm_load_si128(v + i + 3));
+    }
+    const __m128i all = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d));
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(all, _mm_setzero_si128())) == 0xffff;
+}
+}  // namespace
+
 // Every 8-byte word of the polled pages: a plain load first (most words were not written since
 // the last look, and a locked exchange on each of them costs more than the rest of an idle
 // pass), then the exchange with 0 that takes a written word (docs/bnxt-data-path.md: a RoCE
@@ -46,16 +70,22 @@ bool datapath::poll_doorbells() {
             continue;   // CREATE_QP/CREATE_CQ refuse a dpi past max_dpi: never so
         }
         auto* words = reinterpret_cast<std::uint64_t*>(bar + base);
-        for (std::size_t w = 0; w < db_page_bytes / sizeof(std::uint64_t); ++w) {
-            std::atomic_ref<std::uint64_t> cell(words[w]);
-            if (cell.load(std::memory_order_relaxed) == 0) {
+        for (std::size_t block = 0; block < db_page_bytes / scan_block; ++block) {
+            std::uint64_t* first = words + block * words_per_block;
+            if (block_clear(reinterpret_cast<const std::byte*>(first))) {
                 continue;
             }
-            const std::uint64_t raw = cell.exchange(0, std::memory_order_acquire);
-            if (raw != 0) {
-                // the driver's one 64-bit little-endian store (bnxt_qplib_write_db)
-                doorbell(dpi, rig::abi::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw)));
-                seen = true;
+            for (std::uint64_t* w = first; w != first + words_per_block; ++w) {
+                std::atomic_ref<std::uint64_t> cell(*w);
+                if (cell.load(std::memory_order_relaxed) == 0) {
+                    continue;
+                }
+                const std::uint64_t raw = cell.exchange(0, std::memory_order_acquire);
+                if (raw != 0) {
+                    // the driver's one 64-bit little-endian store (bnxt_qplib_write_db)
+                    doorbell(dpi, rig::abi::load_le<std::uint64_t>(reinterpret_cast<const std::byte*>(&raw)));
+                    seen = true;
+                }
             }
         }
     }
