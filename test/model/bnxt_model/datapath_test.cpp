@@ -126,6 +126,31 @@ TEST_CASE("bnxt model data path: unsignalled WQEs are covered by the next signal
     CHECK_FALSE(p.a.cqe_at(p.a.scq, p.a.scq.consumer));   // and none for the unsignalled ones
 }
 
+TEST_CASE("bnxt model data path: a doorbell is taken at any word of its DPI page", "[bnxt_model][datapath]") {
+    // A driver may ring at any offset of its page (the model scans the page a block at a
+    // time, doorbells.cpp): the SQ rung at the first and last word of each 512-byte block and
+    // at the page's last word, one WRITE each, every one fetched and its bytes landed.
+    bnxt_pair p;
+    auto& a = p.a;
+    const std::string w = pattern(64, 'z');
+    std::memcpy(a.buffer.host, w.data(), w.size());
+    const abi::local src = a.local(0, 64);
+    unsigned n = 0;
+    for (const unsigned word : {0u, 63u, 64u, 127u, 200u, 320u, 448u, 510u, 511u}) {
+        a.put({abi::write_op{std::span(&src, 1), p.b.remote(1024 + 64 * n)}, true});
+        a.ring(static_cast<db_word>(word), abi::DBC_DBC_TYPE_SQ, a.qp, a.sq_prod, sq_entries);
+        INFO("doorbell at word " << word);
+        REQUIRE(a.taken(user_dpi, word));
+        REQUIRE(arrives(p.b.buffer.host + 1024 + 64 * n, w));
+        auto e = a.next(a.scq);
+        REQUIRE(e);
+        CHECK(as_req(*e).status == abi::CQ_REQ_STATUS_OK);
+        CHECK(as_req(*e).sq_cons_idx == ++n);
+        a.consumed(a.scq);
+    }
+    CHECK(a.dp().wqes_fetched() == n);
+}
+
 TEST_CASE("bnxt model data path: aggregate_requester_cqes off gives every WQE its CQE", "[bnxt_model][datapath]") {
     bnxt_pair p(opts(false, false));
     four_writes(p.a, p.b);
