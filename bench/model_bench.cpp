@@ -416,6 +416,20 @@ std::string get_line(int fd) {
     return s;
 }
 
+// The latency WRITEs' completions that are in: `due` counts down by them; a failed one ends the bench.
+void reap_writes(rig::queue_pair& q, std::uint64_t& due) {
+    while (due > 0) {
+        auto c = q.poll(rig::side::send);
+        if (!c) {
+            return;
+        }
+        if (!*c) {
+            die("a latency WRITE failed: " + c->error().message);
+        }
+        --due;
+    }
+}
+
 // One side of the ping-pong (perftest write_lat): `first` writes first. The 8-byte message is
 // the iteration number + 1, so each side knows which write it waits for.
 void ping_pong(int index, int go, int to_peer, int from_peer, int result, const options& o) {
@@ -447,18 +461,7 @@ void ping_pong(int index, int go, int to_peer, int from_peer, int result, const 
     std::vector<double> round_trip_ns;
     round_trip_ns.reserve(static_cast<std::size_t>(o.iterations));
     std::uint64_t completions_due = 0;
-    const auto reap = [&] {
-        while (completions_due > 0) {
-            auto c = q.poll(rig::side::send);
-            if (!c) {
-                return;
-            }
-            if (!*c) {
-                die("a latency WRITE failed: " + c->error().message);
-            }
-            --completions_due;
-        }
-    };
+    const auto reap = [&] { reap_writes(q, completions_due); };
     const auto send = [&](std::uint64_t v) {
         while (q.room(rig::side::send) == 0) {
             reap();
@@ -620,18 +623,7 @@ double latency_one_thread(const served& m, const options& o) {
     auto* at_b = reinterpret_cast<volatile std::uint64_t*>(p.rb.data());
     auto* at_a = reinterpret_cast<volatile std::uint64_t*>(p.ra.data());
     std::uint64_t due_a = 0, due_b = 0;
-    const auto reap = [](rig::queue_pair& q, std::uint64_t& due) {
-        while (due > 0) {
-            auto c = q.poll(rig::side::send);
-            if (!c) {
-                return;
-            }
-            if (!*c) {
-                die("a latency WRITE failed: " + c->error().message);
-            }
-            --due;
-        }
-    };
+    const auto reap = reap_writes;
     const auto trip = [&](rig::queue_pair& q, const rig::region& to, volatile std::uint64_t* lands, std::uint64_t& due,
                           std::uint64_t v) {
         while (q.room(rig::side::send) == 0) {
