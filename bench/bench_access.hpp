@@ -2,7 +2,7 @@
 // What the post benchmarks share (bench/post_bench.cpp, post_bench_bnxt.cpp): a queue pair and a
 // region over plain memory, without a NIC — the post path never reaches the NIC, so a handle
 // whose NIC is a stand-in address measures the API's own cost (checks, dispatch) on top of the
-// family's queue — and the helpers of their timed rounds.
+// family's queue — and the helpers of their timed rounds (median: every bench's).
 #include <algorithm>
 #include <chrono>
 #include <cstddef>

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "abi/bits.hpp"
+#include "bench/bench_access.hpp"
 #include "abi/mlx5/ifc.hpp"
 #include "driver/function.hpp"
 #include "abi/bnxt/hwrm.hpp"
@@ -49,10 +50,7 @@ using clk = std::chrono::steady_clock;
 
 double ms(clk::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using rig::bench::median;
 
 std::vector<std::byte> command(ifc::opcode op, std::uint16_t op_mod, std::size_t in_bytes) {
     return fw::command_input<ifc::mbox_in>(op, op_mod, in_bytes);

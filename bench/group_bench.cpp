@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_access.hpp"
 #include "bench/served_models.hpp"
 #include "rig/group.hpp"
 #include "rig/nic.hpp"
@@ -142,10 +143,7 @@ std::size_t drain(setup& s, std::size_t want, std::size_t batch, std::vector<rig
     return got;
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using rig::bench::median;
 
 // (a): ns per completion of the drain alone, the model done writing before the clock starts.
 double drain_cost(rig::bench::served& m, setup& s, const options& o, std::size_t batch) {

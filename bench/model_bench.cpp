@@ -12,8 +12,8 @@
 //      x N, one doorbell) keeping the send ring full, completions polled; with the CPU time of
 //      each model thread (data path, firmware, vfio-user server: /proc/self/task/*/stat), so
 //      "with one model core" can be read off;
-//  (b) 64 KiB RDMA WRITE bandwidth next to single-core memcpy of 64 KiB blocks measured in the
-//      same run, and their ratio;
+//  (b) 64 KiB RDMA WRITE bandwidth next to single-core memcpy of 64 KiB blocks, in alternating
+//      windows of each, and their ratio (the median of the window pairs');
 //  (c) write latency between two processes: two children forked before any thread starts open
 //      function 0 and function 1 of the model this process serves, swap endpoints over pipes
 //      and ping-pong as perftest's ib_write_lat does (each writes 8 bytes into the peer's
@@ -58,6 +58,7 @@
 #include "sim/mlx5/function_model.hpp"
 #include "sim/roce/wire.hpp"
 #include "sim/vfio_user/server.hpp"
+#include "bench/bench_access.hpp"
 #include "bench/served_models.hpp"
 
 namespace {
@@ -298,11 +299,6 @@ struct figures {
 
 const char* verdict(bool met) { return met ? "met" : "NOT met"; }
 
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 // (b): 64 KiB WRITEs and single-core memcpy of 64 KiB blocks in alternating windows, five of
 // each, the ratio taken window pair by window pair: this host's speed drifts within minutes
 // (memcpy measured 8.7-28 GB/s from one run to the next), and a memcpy measured once, apart
@@ -326,7 +322,7 @@ void bandwidth(served& m, pair_of_nics& p, const options& o, const std::string& 
         ratios.push_back(r.messages_per_s * block / mc);
     }
     const auto wire_after = counters_of(m);
-    const double bw = median_of(bws), mc = median_of(memcpys), ratio = median_of(ratios);
+    const double bw = rig::bench::median(bws), mc = rig::bench::median(memcpys), ratio = rig::bench::median(ratios);
     const auto q = p.qa.query();   // the path MTU connect chose
     const unsigned mtu = q ? q->path_mtu : 0u;
     std::printf("(b) 64 KiB RDMA WRITE, %s, path MTU %u: %.2f GB/s; single-core memcpy of 64 KiB blocks: %.2f GB/s; "
@@ -590,7 +586,7 @@ double latency(const served& m, latency_children& k) {
 // A cache line's trip from one core to another on this host: two threads hand a counter back
 // and forth (`trips` round trips); ns one way. The floor under each hop of a WRITE's trip (the
 // doorbell seen, the entry and its record read, the landing seen), whatever the model costs:
-// 75-85 ns or 290-320 ns on this project's 2-vCPU VM, by where the host placed its vCPUs.
+// 75-85 ns or 290-365 ns on this project's 2-vCPU VM, by where the host placed its vCPUs.
 double line_transfer_ns(int trips) {
     alignas(64) std::atomic<int> ping{0};
     alignas(64) std::atomic<int> pong{0};
@@ -623,11 +619,10 @@ double latency_one_thread(const served& m, const options& o) {
     auto* at_b = reinterpret_cast<volatile std::uint64_t*>(p.rb.data());
     auto* at_a = reinterpret_cast<volatile std::uint64_t*>(p.ra.data());
     std::uint64_t due_a = 0, due_b = 0;
-    const auto reap = reap_writes;
     const auto trip = [&](rig::queue_pair& q, const rig::region& to, volatile std::uint64_t* lands, std::uint64_t& due,
                           std::uint64_t v) {
         while (q.room(rig::side::send) == 0) {
-            reap(q, due);
+            reap_writes(q, due);
         }
         q.write_inline(std::as_bytes(std::span(&v, 1)), to.remote(0));
         ++due;
@@ -643,16 +638,16 @@ double latency_one_thread(const served& m, const options& o) {
         const auto t1 = clk::now();
         trip(p.qb, p.ra, at_a, due_b, v);
         const auto t2 = clk::now();
-        reap(p.qa, due_a);
-        reap(p.qb, due_b);
+        reap_writes(p.qa, due_a);
+        reap_writes(p.qb, due_b);
         if (i >= o.warmup) {
             one_way_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
             one_way_ns.push_back(std::chrono::duration<double, std::nano>(t2 - t1).count());
         }
     }
     while (due_a > 0 || due_b > 0) {
-        reap(p.qa, due_a);
-        reap(p.qb, due_b);
+        reap_writes(p.qa, due_a);
+        reap_writes(p.qb, due_b);
     }
     std::sort(one_way_ns.begin(), one_way_ns.end());
     const auto at = [&](double q) {
