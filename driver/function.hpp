@@ -7,9 +7,10 @@
 // shares (QEMU docs/interop/vfio-user.rst, "VFIO_USER_DEVICE_GET_REGION_INFO" and
 // "VFIO_USER_DEVICE_GET_IRQ_INFO").
 //
-// Threads: every call is thread-safe; a back end runs one control call at a time (the firmware
-// layer's event thread reads registers while other threads map memory). Mapped BAR pages and
-// DMA memory are plain memory; use them from any thread.
+// Threads: every call is thread-safe; a back end runs one control call at a time, in the order
+// the threads asked (fifo_mutex.hpp: the firmware layer's event thread writes its EQ doorbell
+// between another thread's command doorbells). Mapped BAR pages and DMA memory are plain
+// memory; use them from any thread.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

@@ -17,6 +17,7 @@
 
 #include "abi/bits.hpp"
 #include "driver/backends.hpp"
+#include "driver/fifo_mutex.hpp"
 #include "driver/log.hpp"
 #include "driver/vfio/caps.hpp"
 #include "driver/vfio/iommu.hpp"
@@ -549,8 +550,8 @@ private:
 
     // Control calls may come from several threads (the firmware layer's event thread reads
     // health registers while a caller maps memory). Recursive: calls nest (config_read ->
-    // region_read, release -> disable_irqs).
-    std::recursive_mutex _lock;
+    // region_read, release -> disable_irqs). First come, first served (fifo_mutex.hpp).
+    fifo_recursive_mutex _lock;
     std::string _bdf;
     unique_fd _device;
     std::unique_ptr<dma_space> _space;

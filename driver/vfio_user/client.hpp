@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "abi/vfio_user/protocol.hpp"
+#include "driver/fifo_mutex.hpp"
 #include "driver/function.hpp"
 #include "driver/iova.hpp"
 #include "transport/vfio_user/socket.hpp"
@@ -103,8 +104,9 @@ private:
 
     // One control call at a time, from any thread (function.hpp): the socket carries one
     // request and its reply at a time, and the windows/IRQ tables change under calls.
-    // Recursive: calls nest (config_read -> region_read, release -> dma_unmap).
-    std::recursive_mutex _lock;
+    // Recursive: calls nest (config_read -> region_read, release -> dma_unmap). First come,
+    // first served: an event thread's doorbell is not starved by a command loop (fifo_mutex.hpp).
+    fifo_recursive_mutex _lock;
     std::string _name;
     open_options _options;
     int _sock = -1;

@@ -550,6 +550,30 @@ TEST_CASE("mlx5 events: a small EQ wraps many times under concurrent commands", 
     require_ok((*ev)->stop(n.stranded, in(1s)));
 }
 
+// Commands polled while the EQ still runs (command_queue::use_events(false), as fw-bench does)
+// still write a CMD EQE each. The event thread must get its turn on the function's control lock
+// for the EQ doorbell between one thread's back-to-back command doorbells, or the EQ overruns and
+// the model raises the fatal syndrome a card would (0xc, ASYNCHRONOUS_EQ_BUF_OVERRUN).
+TEST_CASE("mlx5 events: polled commands back to back leave the event thread its EQ doorbell", "[model][mlx5]") {
+    nic n;
+    fw::events_options o;
+    o.log_eq_size = 6;  // 64 EQEs: overrun after 64 unacknowledged completions
+    o.stranded = &n.stranded;
+    auto ev = fw::events::start(*n.t.f, *n.q, n.uar, n.handlers(), o, in(1s));
+    require_ok(ev);
+    n.q->use_events(false);
+    int done = 0;
+    for (; done < 64 * 30; ++done) {
+        if (auto r = n.nop(in(2s)); !r) {
+            FAIL("NOP " << done << ": " << r.error().message);
+        }
+    }
+    CHECK(done == 64 * 30);
+    CHECK(eventually([&] { return (*ev)->counts().eqes >= 64 * 30; }));
+    CHECK_FALSE(n.t.fn.failed());
+    require_ok((*ev)->stop(n.stranded, in(1s)));
+}
+
 TEST_CASE("mlx5 events: stop is idempotent and leaves no MSI-X, eventfd or thread", "[model][mlx5]") {
     nic n;
     const auto fds = entries_in("/proc/self/fd");

@@ -1,12 +1,20 @@
-// driver/: DMA memory, IOVA allocation, and open()'s refusals.
+// driver/: DMA memory, IOVA allocation, open()'s refusals, and the control lock's order.
+#include <chrono>
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
 #include "driver/dma_memory.hpp"
+#include "driver/fifo_mutex.hpp"
 #include "driver/function.hpp"
 #include "driver/iova.hpp"
+#include "test/within.hpp"
 
 using namespace rig::driver;
 
@@ -94,4 +102,41 @@ TEST_CASE("open refuses what is neither a PCI address nor vfio-user:PATH", "[dri
         REQUIRE_FALSE(f.has_value());
         CHECK_THAT(f.error().message, Catch::StartsWith("open") && Catch::Contains("not a PCI address"));
     }
+}
+
+// driver/fifo_mutex.hpp: the lock a function's control calls take. Served in the order asked, so
+// a thread that unlocks and locks again at once goes behind the threads already waiting.
+TEST_CASE("the control lock serves waiting threads in the order they asked", "[driver]") {
+    fifo_recursive_mutex m;
+    std::mutex order_lock;
+    std::vector<std::string> order;
+    const auto take = [&](std::string who) {
+        m.lock();
+        {
+            std::scoped_lock g(order_lock);
+            order.push_back(std::move(who));
+        }
+        m.unlock();
+    };
+    const auto waiting_reaches = [&](std::uint64_t n) {
+        return rig::test::within(std::chrono::seconds(5), [&] { return m.waiting() == n; });
+    };
+    m.lock();
+    m.lock();  // recursive: the owner nests
+    std::thread b(take, "b");
+    REQUIRE(waiting_reaches(1));
+    std::thread c(take, "c");
+    REQUIRE(waiting_reaches(2));
+    m.unlock();
+    CHECK(m.waiting() == 2);  // still held once
+    m.unlock();
+    m.lock();  // at once again: behind b and c
+    {
+        std::scoped_lock g(order_lock);
+        CHECK(order == std::vector<std::string>{"b", "c"});
+    }
+    CHECK(m.waiting() == 0);
+    m.unlock();
+    b.join();
+    c.join();
 }
