@@ -226,7 +226,7 @@ void datapath::index_objects() {
             if (page == _qp_pages.end()) {
                 page = _qp_pages.insert(_qp_pages.end(), {s.q->uar_page, {}});
             }
-            page->watches.push_back({&s, nullptr, ~0u});
+            page->watches.push_back({&s, nullptr, ~0u, s.qpn});
         }
     }
     _watch_removals = ~std::uint64_t{0};   // found by the next poll, with the DMA view pinned

@@ -251,6 +251,7 @@ private:
         qp_slot* slot = nullptr;
         const std::byte* counter = nullptr;
         std::uint32_t seen = ~0u;
+        std::uint32_t qpn = 0;   // the slot's, here so that prefetch_named matches without a miss
     };
     struct qp_page {
         std::uint32_t page = 0;
