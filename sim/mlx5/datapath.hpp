@@ -64,6 +64,7 @@ namespace rig::sim::mlx5 {
 class function_model;
 struct qp_object;
 struct cq_object;
+struct mkey_object;
 
 // The rc_qp rings of a QP of 2^log_sq_size 64-byte send blocks and 2^log_rq_size receives of
 // 16 << log_rq_stride bytes (datapath::configure; bench-scale's memory rows): a receive holds
@@ -114,6 +115,9 @@ public:
     std::uint64_t cqes_written() const noexcept { return _cqes.load(std::memory_order_relaxed); }
     // Frames that arrived while the function had no RC queue pair (dropped, as a card does).
     std::uint64_t frames_dropped() const noexcept { return _dropped.load(std::memory_order_relaxed); }
+    // Objects (QPs, CQs, MKEYs) followed after commands: each command's own, or every one of the
+    // function's when all tables are followed (follow.cpp).
+    std::uint64_t objects_followed() const noexcept { return _followed.load(std::memory_order_relaxed); }
 
     // One pass, with the function model's lock held (roce::station).
     bool step(roce::clock::time_point now) noexcept override;
@@ -138,6 +142,7 @@ private:
         }
     };
     struct cq_slot;
+    static constexpr std::uint32_t no_page = ~0u;
     // The object pointers of the slots below point into the firmware's tables (std::map nodes,
     // which stay where they are until erased). Only a command or a function reset changes those
     // tables, both between passes with the function's lock held, and a pass that follows either
@@ -156,6 +161,7 @@ private:
         bool sq_behind = false;       // the last fetch left WQEs the rc_qp did not take (full)
         bool attended = false;        // in _attend
         bool flushing = false;        // in _flush
+        std::uint32_t watched_on = no_page;   // the UAR page whose watches hold it (_qp_pages)
         // Its doorbell record in host memory (dma_space::readable), read every time its UAR
         // page rings: found again when the record's IOVA or the DMA windows changed.
         const std::byte* record = nullptr;
@@ -182,6 +188,7 @@ private:
         // only moves it forward, so the doorbell record is read again only when this runs out.
         // Forgotten when a command runs (the CQ may be another one since).
         std::uint32_t room = 0;
+        std::uint32_t listed_on = no_page;   // the UAR page whose users hold it (_cq_pages)
     };
 
     // all with the function model's lock held
@@ -189,14 +196,30 @@ private:
     void follow_objects();
     void touch(std::span<const std::uint64_t> pas, std::uint8_t log_page_size, std::uint32_t page_offset,
                       std::size_t bytes, bool for_write) noexcept;
+    // Every table (after a reset or when the firmware listed no changes), or just the objects
+    // the commands changed (firmware::take_changes): follow.cpp.
+    void follow_all();
     void follow_mkeys();
+    void follow_mkey(std::uint32_t index);
+    void register_mkey(const mkey_object& m);
     void follow_qps();
+    void follow_qp(std::uint32_t qpn);
+    void follow_qp_state(qp_slot& s, const qp_object& q);
+    void follow_cq(std::uint32_t cqn);
+    void follow_cq_slot(cq_slot& slot, cq_object& cq);
+    void link_cqs(qp_slot& s);
+    // A QP's place in the lists and watches, made again after it changed (list) or before it goes.
+    void list(qp_slot& s);
+    void unlist(qp_slot& s) noexcept;
+    void list_cq(cq_slot& slot);
+    void unlist_cq(cq_slot& slot) noexcept;
     void drop_qp(qp_slot& s) noexcept;
     bool drop_arrivals(roce::clock::time_point now) noexcept;
     bool configure(qp_slot& s, const qp_object& q);
     static connection connection_of(const qp_object& q);
     // The lists a pass walks instead of every QP (a pass costs what moves, not the number of
-    // QPs: issue 17, bench-scale), made again whenever the objects are followed.
+    // QPs: issue 17, bench-scale): made again from scratch when every table is followed, a
+    // changed QP's or CQ's own place otherwise (list, list_cq).
     void index_objects();
     bool uar_in_bar(std::uint32_t page) const noexcept;
     void look_at_sends(qp_slot& s) noexcept { _fetch.add(s); }
@@ -260,6 +283,8 @@ private:
     std::vector<qp_page> _qp_pages;
     void prefetch_named(const qp_page& page, std::span<const std::uint32_t> named) noexcept;
     std::uint64_t _watch_removals = ~std::uint64_t{0};   // dma_space::removals() the watches were found at
+    bool _watches_unresolved = false;   // watches added since: their counters found by the next poll
+    void resolve_new_watches();
     std::vector<uar_users<cq_slot>> _cq_pages;
     // the slots whose send counter a pass reads: a BlueFlame write, a state change, a full ring
     roce::worklist<qp_slot, &qp_slot::sq_look> _fetch;
@@ -274,6 +299,7 @@ private:
     std::atomic<std::uint64_t> _wqes{0};
     std::atomic<std::uint64_t> _cqes{0};
     std::atomic<std::uint64_t> _dropped{0};
+    std::atomic<std::uint64_t> _followed{0};
     roce::model_core* _core = nullptr;  // the wire's; joined last in the constructor
 };
 

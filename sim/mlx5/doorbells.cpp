@@ -57,6 +57,22 @@ void datapath::find_send_counters() {
         }
     }
     _watch_removals = _dma->removals();
+    _watches_unresolved = false;
+}
+
+// The counters of the watches added since (follow.cpp list): those alone are looked up, where
+// find_send_counters looks up every QP's.
+void datapath::resolve_new_watches() {
+    for (auto& page : _qp_pages) {
+        for (auto& w : page.watches) {
+            if (w.counter == nullptr) {
+                const std::byte* record = _dma->readable(w.slot->q->dbr_addr, 8);
+                w.counter = record != nullptr ? record + db::qp_dbr::send_counter : nullptr;
+                w.seen = ~0u;
+            }
+        }
+    }
+    _watches_unresolved = false;
 }
 
 // BlueFlame registers: a write on a page has every QP of that page whose send counter moved
@@ -72,6 +88,8 @@ bool datapath::poll_uar_pages() {
     std::byte* bar = _fn._bar0.data();
     if (_watch_removals != _dma->removals()) {
         find_send_counters();
+    } else if (_watches_unresolved) {
+        resolve_new_watches();
     }
     for (auto& page : _qp_pages) {
         const std::uint64_t base = std::uint64_t{page.page} * uar_page_bytes;

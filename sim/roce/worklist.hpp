@@ -5,6 +5,7 @@
 // clears a slot's flag before visiting it and keeps, in order, the slots whose visit asks to
 // stay; slots added during the walk are visited in the same walk. Room for every slot is
 // reserved on the control path (reset), so that adding never allocates.
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -20,6 +21,19 @@ public:
         }
         _slots.clear();
         _slots.reserve(slots);
+    }
+
+    // Control path: room for `slots` slots, the listed ones kept.
+    void make_room(std::size_t slots) { _slots.reserve(slots); }
+
+    // Control path: the slot out of the list (a slot about to go, or listed again from scratch);
+    // its flag cleared whether or not it was listed (the flag may stand for "asked" before a
+    // control path lists it).
+    void remove(Slot& s) noexcept {
+        if (s.*listed) {
+            std::erase(_slots, &s);
+            s.*listed = false;
+        }
     }
 
     void add(Slot& s) noexcept {

@@ -213,3 +213,46 @@ TEST_CASE("mlx5 data path: a CQ destroyed while its QP's WRITEs ran, made again 
     (void)q2.qp.destroy(a.q(), *a.m.f, a.h->stranded_registry(), soon());
     (void)y.destroy(a.q(), *a.m.f, a.h->stranded_registry(), soon());
 }
+
+// A command's objects are followed alone (firmware::take_changes, follow.cpp): bringing one more
+// QP to RTS beside 48 connected ones follows 4 objects (its CREATE_QP and three transitions),
+// where following every table per command followed over 200 (setting up N QPs cost N^2: rig-perf
+// -q 2048). And a QP destroyed among them leaves its UAR page's watches to the others: a WRITE on
+// its neighbour, on the last one and on the new one lands.
+TEST_CASE("mlx5 data path: a command is followed by the objects it touched; a QP destroyed among many leaves "
+          "the others running",
+          "[model][mlx5]") {
+    rig::sim::roce::wire w;
+    function_side a(w), b(w);
+    constexpr std::uint32_t n = 48;
+    std::deque<queue_pair> qa, qb;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        qa.emplace_back(a);
+        qb.emplace_back(b);
+        connect(a, qa.back(), b, qb.back(), 0x100 * i, 0x100 * i + 0x80);
+        connect(b, qb.back(), a, qa.back(), 0x100 * i + 0x80, 0x100 * i);
+    }
+    const auto* dp = a.m.fn.data_path();
+    REQUIRE(dp != nullptr);
+    const std::uint64_t before = dp->objects_followed();
+    queue_pair extra_a(a), extra_b(b);
+    connect(a, extra_a, b, extra_b, 0x7000, 0x7080);
+    connect(b, extra_b, a, extra_a, 0x7080, 0x7000);
+    CHECK(dp->objects_followed() - before == 4);
+
+    ok(qa[10].qp.destroy(a.q(), *a.m.f, a.h->stranded_registry(), soon()));
+    ok(qb[10].qp.destroy(b.q(), *b.m.f, b.h->stranded_registry(), soon()));
+    CHECK(dp->objects_followed() - before == 5);
+    fill(a.at(0), 3 * 64, 0x21);
+    std::memset(b.at(0), 0, 3 * 64);
+    queue_pair* writers[] = {&qa[11], &qa[n - 1], &extra_a};
+    for (std::size_t k = 0; k < 3; ++k) {
+        writers[k]->sq->post(abi::write_op{a.local(k * 64, 64), b.remote(k * 64)}, true);
+        writers[k]->sq->ring();
+        const auto got = a.wait(1);
+        REQUIRE(got.size() == 1);
+        CHECK(got[0].qpn == writers[k]->qp.qpn());
+        CHECK(got[0].error == abi::cqe_error::none);
+        CHECK(std::memcmp(b.at(k * 64), a.at(k * 64), 64) == 0);
+    }
+}
