@@ -101,6 +101,9 @@ public:
     std::uint64_t notifications() const noexcept { return _notes.load(std::memory_order_relaxed); }
     // Frames that arrived while the function had no RC queue pair (dropped, as a card does).
     std::uint64_t frames_dropped() const noexcept { return _dropped.load(std::memory_order_relaxed); }
+    // Objects (QPs, CQs, keys) followed after commands: each command's own, or every one of the
+    // function's when all tables are followed (follow.cpp).
+    std::uint64_t objects_followed() const noexcept { return _followed.load(std::memory_order_relaxed); }
     // Retransmissions located by the driver's PSN search entry, and ones it could not locate
     // (the WQE failed: docs/bnxt-data-path.md "Queues").
     std::uint64_t retransmissions_located() const noexcept { return _located.load(std::memory_order_relaxed); }
@@ -135,6 +138,7 @@ private:
     // The object pointers below point into the firmware's tables (std::map nodes). Only a
     // command or a reset changes those tables, both between passes with the lock held, and a
     // pass that follows either resolves every pointer again first (follow_objects).
+    static constexpr std::uint32_t no_page = ~0u;
     struct cq_slot {
         std::uint32_t id = 0;
         const roce_cq* cq = nullptr;
@@ -143,6 +147,7 @@ private:
         std::uint32_t producer = 0;    // next CQE, modulo 2 x entries (the pass is the toggle)
         std::uint32_t consumer = 0;    // the driver's, from its CQ doorbells, modulo 2 x entries
         bool armed = false;
+        std::uint32_t counted_dpi = no_page;   // the doorbell page it counts in _page_users
     };
     struct qp_slot;
     // The chip's lookup of a retransmission's WQE by the driver's PSN search entry (P5 without
@@ -171,6 +176,7 @@ private:
         bool retransmit_lost = false;             // a retransmission could not be located
         bool fetching = false;                    // in _fetch
         bool attended = false;                    // in _attend
+        std::uint32_t counted_dpi = no_page;      // the doorbell page it counts in _page_users
         // What its rc_qp tells the data path (roce::qp_host), on the pass's thread.
         struct host final : roce::qp_host {
             datapath* dp = nullptr;
@@ -188,15 +194,41 @@ private:
     bool pass(roce::clock::time_point now);
     void follow_link();
     bool drop_arrivals(roce::clock::time_point now) noexcept;
+    // follow.cpp: every table (after a reset or a new channel), or just the objects the commands
+    // changed (firmware::take_changes)
     void follow_objects();
+    void follow_all();
     void follow_keys();
+    void follow_key(std::uint32_t key);
+    // what a registered key was registered as: a key registered again differently is followed
+    struct key_state {
+        std::uint32_t pd;
+        std::uint64_t va, bytes;
+        std::uint8_t access;
+        std::uint64_t first_page;
+        std::size_t pages;
+        bool operator==(const key_state&) const = default;
+    };
+    static key_state state_of(const roce_key& k) noexcept;
+    std::map<std::uint32_t, key_state>::iterator forget_key_if_changed(std::map<std::uint32_t, key_state>::iterator it);
+    void register_key(std::uint32_t key, const roce_key& k);
     void follow_cqs();
+    void follow_cq(std::uint32_t id);
+    void follow_cq_slot(cq_slot& c, std::uint32_t id, const roce_cq& cq);
     void touch(const queue_memory& m, bool for_write) noexcept;
     void follow_qps();
+    void follow_qp(std::uint32_t id);
+    void follow_qp_state(qp_slot& s, std::uint32_t id, const roce_qp& q);
     void drop_qp(qp_slot& s, bool rings_too) noexcept;
+    // The doorbell pages a pass polls, counted by the QPs and CQs that name them.
+    void count_page(std::uint32_t& counted, std::uint32_t dpi);
+    void uncount_page(std::uint32_t& counted) noexcept;
+    void list_pages();
     // The lists a pass walks instead of every QP (a pass costs what moves, not the number of
-    // QPs: issue 17, bench-scale), made again whenever the objects are followed.
+    // QPs: issue 17, bench-scale): made again from scratch when every table is followed, a
+    // changed QP's own place otherwise (list).
     void index_objects();
+    void list(qp_slot& s);
     void want_fetch(qp_slot& s) noexcept { _fetch.add(s); }
     void attend(qp_slot& s) noexcept { _attend.add(s); }
     bool fetch_produced();
@@ -235,16 +267,9 @@ private:
     roce::worklist<qp_slot, &qp_slot::fetching> _fetch;   // the slots with WQEs produced and not taken
     roce::worklist<qp_slot, &qp_slot::attended> _attend;  // the slots whose rc_qp asked to be looked at
     std::map<std::uint32_t, cq_slot> _cqs;
-    struct key_state {
-        std::uint32_t pd;
-        std::uint64_t va, bytes;
-        std::uint8_t access;
-        std::uint64_t first_page;
-        std::size_t pages;
-        bool operator==(const key_state&) const = default;
-    };
     std::map<std::uint32_t, key_state> _keys;   // the keys registered in _memory
     std::vector<std::uint32_t> _pages;          // the DPI pages polled: 0 and every QP's and CQ's
+    std::map<std::uint32_t, std::uint32_t> _page_users;   // DPI -> QPs and CQs that name it
     bool _link_seen = true;                     // the port's link at the last pass
     std::uint64_t _seen_commands = ~std::uint64_t{0};
     std::uint64_t _seen_roce = ~std::uint64_t{0};
@@ -255,6 +280,7 @@ private:
     std::atomic<std::uint64_t> _passes{0};
     std::atomic<std::uint64_t> _wqes{0};
     std::atomic<std::uint64_t> _cqes{0};
+    std::atomic<std::uint64_t> _followed{0};
     // the toggle bytes of the CQEs this pass wrote, stored at its end (cqe.cpp write_cqe)
     vfio_user::polled_bytes _toggles;
     std::atomic<std::uint64_t> _notes{0};

@@ -67,6 +67,7 @@
 #include "abi/bnxt/rcfw.hpp"
 #include "abi/bnxt/ids.hpp"
 #include "sim/bnxt/roce_objects.hpp"
+#include "sim/object_changes.hpp"
 #include "sim/vfio_user/dma_space.hpp"
 
 namespace rig::sim::bnxt {
@@ -357,6 +358,9 @@ public:
     // Bumped by every RoCE command (run, refused or failed by a fault) and every start of the
     // channel: the data path then follows the objects again.
     std::uint64_t roce_changes() const noexcept { return _roce_changes; }
+    // The QPs, CQs and keys RoCE commands made, changed or destroyed since the data path last
+    // took them, or all after a new channel (sim/object_changes.hpp).
+    object_changes take_changes() { return _changes.take(); }
     // Writes a 16-byte NQ entry at the producer of NQ ring `ring` (the CREQ's producer when it is
     // the CREQ), its valid bit (byte 8 bit 0: 1 on the first pass through the ring, as
     // NQE_CMP_VALID reads it) written after the rest. false: no such NQ, or the IOMMU refused.
@@ -463,6 +467,7 @@ private:
     void drop_roce_objects();
     rcfw_state _rcfw;
     std::uint64_t _roce_changes = 0;
+    object_changes _changes;
 
     firmware_options _o;
     clock::time_point _ready_at;

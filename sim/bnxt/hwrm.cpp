@@ -47,6 +47,7 @@ void firmware::reset() {
     _async_cr.reset();
     _reserved = {};
     _rcfw = {};
+    _changes.note_all();   // the RoCE objects went: the data path follows every table
     _mtu = _o.mtu;
     _cache_line = 64;
     _clock_set.reset();
@@ -311,6 +312,7 @@ void firmware::func_reset(call& c) {
     _async_cr.reset();
     _reserved = {};
     _rcfw = {};
+    _changes.note_all();   // the RoCE objects went: the data path follows every table
     c.reply(abi::hwrm_func_reset_output{});
 }
 

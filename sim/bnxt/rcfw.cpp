@@ -63,6 +63,7 @@ bool firmware::rcfw_start(std::span<const std::byte> mailbox, vfio_user::dma_spa
     next.enabled = true;
     _rcfw = std::move(next);
     ++_roce_changes;   // the objects went with the old channel
+    _changes.note_all();
     return true;
 }
 

@@ -165,6 +165,7 @@ std::uint8_t firmware::rcfw_modify_qp(std::span<const std::byte> cmd, std::array
         return bad("names no queue pair");
     }
     roce_qp& qp = it->second;
+    _changes.note(&object_changes::qps, in.qp_cid);   // a refused modify changes nothing: followed the same
     const bool rc = qp.type == abi::CMDQ_CREATE_QP_TYPE_RC;
     const std::uint32_t mask = in.modify_mask;
     const std::uint8_t to = (mask & state) != 0 ? in.new_state : qp.state;

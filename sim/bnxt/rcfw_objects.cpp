@@ -112,6 +112,7 @@ bool firmware::write_context(const char* type, std::uint32_t index, std::uint8_t
 }
 
 void firmware::drop_roce_objects() {
+    _changes.note_all();
     _rcfw.cqs.clear();
     _rcfw.keys.clear();
     _rcfw.qps.clear();
@@ -151,6 +152,7 @@ std::uint8_t firmware::rcfw_create_cq(std::span<const std::byte> cmd, vfio_user:
         return refuse(_rcfw, abi::CREQ_QP_EVENT_STATUS_HARDWARE_ERROR, "CREATE_CQ: context entry not writable");
     }
     _rcfw.cqs.emplace(*id, std::move(cq));
+    _changes.note(&object_changes::cqs, *id);
     put(entry, abi::creq_create_cq_resp{.xid = *id});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -172,6 +174,7 @@ std::uint8_t firmware::rcfw_destroy_cq(std::span<const std::byte> cmd, vfio_user
     }
     write_context("CQ", in.cq_cid, 0, 0, dma);
     _rcfw.cqs.erase(cq);
+    _changes.note(&object_changes::cqs, in.cq_cid);
     put(entry, abi::creq_destroy_cq_resp{.xid = in.cq_cid});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -194,6 +197,7 @@ std::uint8_t firmware::rcfw_allocate_mrw(std::span<const std::byte> cmd, vfio_us
         return refuse(_rcfw, abi::CREQ_QP_EVENT_STATUS_HARDWARE_ERROR, "ALLOCATE_MRW: context entry not writable");
     }
     _rcfw.keys.emplace(*key, roce_key{.kind = static_cast<std::uint8_t>(in.mrw_flags), .pd = in.pd_id, .handle = in.mrw_handle});
+    _changes.note(&object_changes::keys, *key);
     put(entry, abi::creq_allocate_mrw_resp{.xid = *key});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -244,6 +248,7 @@ std::uint8_t firmware::rcfw_register_mr(std::span<const std::byte> cmd, vfio_use
         }
     }
     k->second = std::move(next);
+    _changes.note(&object_changes::keys, in.key);
     put(entry, abi::creq_register_mr_resp{.xid = in.key});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -257,6 +262,7 @@ std::uint8_t firmware::rcfw_deregister_mr(std::span<const std::byte> cmd, std::a
     }
     k->second.registered = false;
     k->second.memory = {};
+    _changes.note(&object_changes::keys, in.lkey);
     put(entry, abi::creq_deregister_mr_resp{.xid = in.lkey});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -273,6 +279,7 @@ std::uint8_t firmware::rcfw_deallocate_key(std::span<const std::byte> cmd, vfio_
     }
     write_context("MRAV", in.key, 0, 0, dma);
     _rcfw.keys.erase(k);
+    _changes.note(&object_changes::keys, in.key);
     put(entry, abi::creq_deallocate_key_resp{.xid = in.key});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -353,6 +360,7 @@ std::uint8_t firmware::rcfw_create_qp(std::span<const std::byte> cmd, vfio_user:
     ++scq->second.queue_pairs;
     ++rcq->second.queue_pairs;
     _rcfw.qps.emplace(*id, std::move(qp));
+    _changes.note(&object_changes::qps, *id);
     put(entry, abi::creq_create_qp_resp{.xid = *id});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -373,6 +381,7 @@ std::uint8_t firmware::rcfw_destroy_qp(std::span<const std::byte> cmd, vfio_user
     }
     write_context("QP", _ctx.at("QP").l2_entries + in.qp_cid - 1, 0, 0, dma);
     _rcfw.qps.erase(qp);
+    _changes.note(&object_changes::qps, in.qp_cid);
     put(entry, abi::creq_destroy_qp_resp{.xid = in.qp_cid});
     return abi::CREQ_QP_EVENT_STATUS_SUCCESS;
 }
@@ -420,6 +429,7 @@ std::vector<std::uint16_t> firmware::rcfw_qp_error(std::uint32_t qpn, std::uint8
         return {};
     }
     qp->second.state = abi::CMDQ_MODIFY_QP_NEW_STATE_ERR;
+    _changes.note(&object_changes::qps, qpn);
     abi::creq_qp_error_notification n{.type = abi::CREQ_BASE_TYPE_QP_EVENT, .req_err_state_reason = req_reason,
                                       .xid = qpn, .event = abi::CREQ_QP_EVENT_EVENT_QP_ERROR_NOTIFICATION,
                                       .res_err_state_reason = res_reason, .sq_cons_idx = sq_cons, .rq_cons_idx = rq_cons};

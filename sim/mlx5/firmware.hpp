@@ -31,6 +31,7 @@
 #include "abi/bits.hpp"
 #include "abi/mlx5/ifc/cmd.hpp"
 #include "sim/mlx5/objects.hpp"
+#include "sim/object_changes.hpp"
 #include "sim/vfio_user/dma_space.hpp"
 
 namespace rig::sim::mlx5 {
@@ -197,17 +198,9 @@ public:
     std::size_t objects() const noexcept {
         return _uars.size() + _pds.size() + _mkeys.size() + _eqs.size() + _cqs.size() + _qps.size();
     }
-    // What commands made, changed or destroyed since the data path last took them: QP and CQ
-    // numbers and MKEY indexes (a number twice, or one no longer there, is fine), or `all` when the
-    // tables were emptied (a reset, TEARDOWN_HCA) or more changed than is worth listing. The data
-    // path follows just those (datapath::follow_objects), so a command costs it what the command
-    // touched: following every table per command made setting up N queue pairs cost N^2
-    // (rig-perf write_bw --sim -q 2048 spent 95 s, most of it walking the tables).
-    struct object_changes {
-        std::vector<std::uint32_t> qps, cqs, mkey_indexes;
-        bool all = true;
-    };
-    object_changes take_changes() noexcept { return std::exchange(_changes, object_changes{{}, {}, {}, false}); }
+    // What commands made, changed or destroyed since the data path last took them (keys: MKEY
+    // indexes; sim/object_changes.hpp).
+    object_changes take_changes() { return _changes.take(); }
     // An access of len bytes at va through key: true and the device memory it lands in (in
     // order, one segment per page touched) when the key exists, is valid, covers [va, va+len)
     // and grants every right in `needed` (mkey_right bits); false otherwise, `out` cleared.
@@ -272,8 +265,6 @@ private:
     bool queue_pages(call& c, std::uint8_t log_page_size, std::uint32_t page_offset, std::size_t bytes,
                      abi::field (*entry)(std::size_t), std::vector<std::uint64_t>& pas);
     void drop_objects();
-    // A QP, CQ or MKEY (by index) a command made, changed or destroyed (take_changes).
-    void changed(std::vector<std::uint32_t> object_changes::*kind, std::uint32_t number);
 
     std::set<std::uint32_t> _uars;
     std::set<std::uint32_t> _pds;

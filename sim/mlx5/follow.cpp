@@ -83,7 +83,7 @@ void datapath::follow_objects() {
         follow_all();
         return;
     }
-    for (const std::uint32_t index : changes.mkey_indexes) {
+    for (const std::uint32_t index : changes.keys) {
         follow_mkey(index);
     }
     // CQs before QPs: a QP made names CQs that exist, and one destroyed named CQs that went

@@ -71,21 +71,8 @@ bool firmware::queue_pages(call& c, std::uint8_t log_page_size, std::uint32_t pa
     return true;
 }
 
-void firmware::changed(std::vector<std::uint32_t> object_changes::*kind, std::uint32_t number) {
-    constexpr std::size_t most_listed = 4096;   // past this, the data path follows every table once
-    auto& listed = _changes.*kind;
-    if (_changes.all) {
-        return;
-    }
-    if (listed.size() >= most_listed) {
-        _changes = object_changes{};
-        return;
-    }
-    listed.push_back(number);
-}
-
 void firmware::drop_objects() {
-    _changes = object_changes{};   // every table emptied: the data path follows them all
+    _changes.note_all();   // every table emptied: the data path follows them all
     _qps.clear();
     _cqs.clear();
     _eqs.clear();
@@ -221,7 +208,7 @@ void firmware::create_mkey(call& c) {
     m.index = *index;
     m.key = *index << 8 | static_cast<std::uint32_t>(c.get(mkc(ifc::mkc::mkey_7_0)));
     _mkeys.emplace(*index, std::move(m));
-    changed(&object_changes::mkey_indexes, *index);
+    _changes.note(&object_changes::keys, *index);
     c.set(ifc::create_mkey_out::mkey_index, *index);
 }
 
@@ -229,7 +216,7 @@ void firmware::destroy_mkey(call& c) {
     destroy_named<ifc::destroy_mkey_in, ifc::destroy_mkey_out>(c, ifc::destroy_mkey_in::mkey_index, _mkeys,
                                                                [](std::uint32_t) { return false; });
     if (!c.failed) {
-        changed(&object_changes::mkey_indexes, static_cast<std::uint32_t>(c.get(ifc::destroy_mkey_in::mkey_index)));
+        _changes.note(&object_changes::keys, static_cast<std::uint32_t>(c.get(ifc::destroy_mkey_in::mkey_index)));
     }
 }
 
@@ -385,7 +372,7 @@ void firmware::create_cq(call& c) {
     }
     q.cqn = *cqn;
     _cqs.emplace(*cqn, std::move(q));
-    changed(&object_changes::cqs, *cqn);
+    _changes.note(&object_changes::cqs, *cqn);
     c.set(ifc::create_cq_out::cqn, *cqn);
 }
 
@@ -394,7 +381,7 @@ void firmware::destroy_cq(call& c) {
         return std::ranges::any_of(_qps, [&](const auto& q) { return q.second.cqn_snd == cqn || q.second.cqn_rcv == cqn; });
     });
     if (!c.failed) {
-        changed(&object_changes::cqs, static_cast<std::uint32_t>(c.get(ifc::destroy_cq_in::cqn)));
+        _changes.note(&object_changes::cqs, static_cast<std::uint32_t>(c.get(ifc::destroy_cq_in::cqn)));
     }
 }
 

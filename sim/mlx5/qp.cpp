@@ -144,7 +144,7 @@ void firmware::create_qp(call& c) {
     std::copy(given.begin(), given.end(), q.qpc.begin());
     q.qpc_at_create = q.qpc;
     _qps.emplace(*qpn, std::move(q));
-    changed(&object_changes::qps, *qpn);
+    _changes.note(&object_changes::qps, *qpn);
     c.set(ifc::create_qp_out::qpn, *qpn);
 }
 
@@ -152,7 +152,7 @@ void firmware::destroy_qp(call& c) {
     destroy_named<ifc::destroy_qp_in, ifc::destroy_qp_out>(c, ifc::destroy_qp_in::qpn, _qps,
                                                            [](std::uint32_t) { return false; });
     if (!c.failed) {
-        changed(&object_changes::qps, static_cast<std::uint32_t>(c.get(ifc::destroy_qp_in::qpn)));
+        _changes.note(&object_changes::qps, static_cast<std::uint32_t>(c.get(ifc::destroy_qp_in::qpn)));
     }
 }
 
@@ -181,7 +181,7 @@ void firmware::modify_qp(call& c) {
         return;
     }
     qp_object& q = it->second;
-    changed(&object_changes::qps, qpn);   // a refused transition changes nothing: followed the same
+    _changes.note(&object_changes::qps, qpn);   // a refused transition changes nothing: followed the same
     if (!t->any_state && q.state != t->from) {
         c.fail(cmd_status::bad_qp_state_err, failure::bad_transition);
         return;

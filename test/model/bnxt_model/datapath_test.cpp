@@ -302,3 +302,27 @@ TEST_CASE("bnxt model data path: CQEs wait while the CQ is full, until the consu
         CHECK(as_req(*e).toggle == 0);   // the second pass over the ring
     }
 }
+
+// A RoCE command's objects are followed alone (firmware::take_changes, sim/bnxt/follow.cpp):
+// one more QP brought to RTS beside 25 follows 4 objects (its CREATE_QP and three MODIFY_QPs),
+// where following every table per command followed over 100 (setting up N QPs cost N^2:
+// rig-perf --family bnxt -q 1024). The QPs that exist keep moving bytes.
+TEST_CASE("bnxt model data path: a command is followed by the objects it touched", "[bnxt_model][datapath]") {
+    bnxt_pair p;
+    auto& a = p.a;
+    auto& b = p.b;
+    const std::uint32_t first = a.qp;
+    const auto first_sq = a.sq;
+    for (int i = 0; i < 24; ++i) {
+        a.make_qp();   // left in RESET
+    }
+    const std::uint64_t before = a.dp().objects_followed();
+    a.make_qp();
+    a.connect(b, 0x500, 0x600);
+    CHECK(a.dp().objects_followed() - before == 4);
+    // back to the first QP, connected to b's: a WRITE still lands
+    a.qp = first;
+    a.sq = first_sq;
+    four_writes(a, b);
+    CHECK(arrives(b.buffer.host + 512, pattern(64, 'a')));
+}
