@@ -30,6 +30,20 @@ struct object_changes {
         listed.push_back(number);
     }
     void note_all() { *this = object_changes{}; }
+    // Each listed key, then each CQ, then each QP: a QP made names CQs that exist, and one
+    // destroyed named CQs that went after it (DESTROY_CQ refuses a CQ a queue pair names).
+    template <class Key, class Cq, class Qp>
+    void visit(Key&& key, Cq&& cq, Qp&& qp) const {
+        for (const std::uint32_t k : keys) {
+            key(k);
+        }
+        for (const std::uint32_t c : cqs) {
+            cq(c);
+        }
+        for (const std::uint32_t q : qps) {
+            qp(q);
+        }
+    }
     // What was noted, leaving nothing noted.
     object_changes take() { return std::exchange(*this, object_changes{{}, {}, {}, false}); }
 };

@@ -70,17 +70,8 @@ void datapath::follow_objects() {
         follow_all();
         return;
     }
-    for (const std::uint32_t key : changes.keys) {
-        follow_key(key);
-    }
-    // CQs before QPs: a QP made names CQs that exist, and one destroyed named CQs that went
-    // after it (DESTROY_CQ refuses a CQ a queue pair names)
-    for (const std::uint32_t id : changes.cqs) {
-        follow_cq(id);
-    }
-    for (const std::uint32_t id : changes.qps) {
-        follow_qp(id);
-    }
+    changes.visit([&](std::uint32_t key) { follow_key(key); }, [&](std::uint32_t id) { follow_cq(id); },
+                  [&](std::uint32_t id) { follow_qp(id); });
     _fetch.make_room(_qps.size());
     _attend.make_room(_qps.size());
     list_pages();

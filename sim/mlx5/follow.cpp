@@ -83,17 +83,8 @@ void datapath::follow_objects() {
         follow_all();
         return;
     }
-    for (const std::uint32_t index : changes.keys) {
-        follow_mkey(index);
-    }
-    // CQs before QPs: a QP made names CQs that exist, and one destroyed named CQs that went
-    // after it (DESTROY_CQ refuses a CQ in use)
-    for (const std::uint32_t cqn : changes.cqs) {
-        follow_cq(cqn);
-    }
-    for (const std::uint32_t qpn : changes.qps) {
-        follow_qp(qpn);
-    }
+    changes.visit([&](std::uint32_t index) { follow_mkey(index); }, [&](std::uint32_t cqn) { follow_cq(cqn); },
+                  [&](std::uint32_t qpn) { follow_qp(qpn); });
     _fetch.make_room(_qps.size());
     _attend.make_room(_qps.size());
     _flush.make_room(_qps.size());
