@@ -136,8 +136,9 @@ private:
         }
     };
     // The object pointers below point into the firmware's tables (std::map nodes). Only a
-    // command or a reset changes those tables, both between passes with the lock held, and a
-    // pass that follows either resolves every pointer again first (follow_objects).
+    // command or a reset changes those tables, both between passes with the lock held, and every
+    // object they made, changed or destroyed is followed before the next pass runs
+    // (follow_objects: the objects the firmware listed, every one after a reset or a new channel).
     static constexpr std::uint32_t no_page = ~0u;
     struct cq_slot {
         std::uint32_t id = 0;

@@ -70,10 +70,11 @@ void datapath::follow_objects() {
         follow_all();
         return;
     }
+    const std::size_t most = _qps.size() + changes.qps.size();   // room for every QP they may add
+    _fetch.make_room(most);
+    _attend.make_room(most);
     changes.visit([&](std::uint32_t key) { follow_key(key); }, [&](std::uint32_t id) { follow_cq(id); },
                   [&](std::uint32_t id) { follow_qp(id); });
-    _fetch.make_room(_qps.size());
-    _attend.make_room(_qps.size());
     list_pages();
 }
 

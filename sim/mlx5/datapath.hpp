@@ -145,9 +145,10 @@ private:
     static constexpr std::uint32_t no_page = ~0u;
     // The object pointers of the slots below point into the firmware's tables (std::map nodes,
     // which stay where they are until erased). Only a command or a function reset changes those
-    // tables, both between passes with the function's lock held, and a pass that follows either
-    // first resolves every pointer again (follow_objects): within a pass they are never stale,
-    // and the data path looks up no table per entry or per completion.
+    // tables, both between passes with the function's lock held, and every object they made,
+    // changed or destroyed is followed before the next pass runs (follow_objects: the objects
+    // the firmware listed, every one after a reset): within a pass no pointer is stale, and the
+    // data path looks up no table per entry or per completion.
     struct qp_slot {
         std::uint32_t qpn = 0;
         qp_object* q = nullptr;          // the firmware's QP

@@ -83,11 +83,12 @@ void datapath::follow_objects() {
         follow_all();
         return;
     }
+    const std::size_t most = _qps.size() + changes.qps.size();   // room for every QP they may add
+    _fetch.make_room(most);
+    _attend.make_room(most);
+    _flush.make_room(most);
     changes.visit([&](std::uint32_t index) { follow_mkey(index); }, [&](std::uint32_t cqn) { follow_cq(cqn); },
                   [&](std::uint32_t qpn) { follow_qp(qpn); });
-    _fetch.make_room(_qps.size());
-    _attend.make_room(_qps.size());
-    _flush.make_room(_qps.size());
 }
 
 void datapath::follow_all() {
@@ -201,8 +202,6 @@ void datapath::list(qp_slot& s) {
     if (!s.rc || s.q == nullptr) {
         return;
     }
-    _attend.make_room(_qps.size());
-    _fetch.make_room(_qps.size());
     _attend.add(s);
     if (look) {
         _fetch.add(s);

@@ -4,7 +4,7 @@
 // slot (`listed`) says it is in the list, so a slot is in it once however often it asks. The walk
 // clears a slot's flag before visiting it and keeps, in order, the slots whose visit asks to
 // stay; slots added during the walk are visited in the same walk. Room for every slot is
-// reserved on the control path (reset), so that adding never allocates.
+// reserved on the control path (reset, make_room), so that adding never allocates.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -39,7 +39,7 @@ public:
     void add(Slot& s) noexcept {
         if (!(s.*listed)) {
             s.*listed = true;
-            _slots.push_back(&s);   // never allocates: reset() left room for every slot
+            _slots.push_back(&s);   // never allocates: reset() or make_room() left room for every slot
         }
     }
 

@@ -4,7 +4,7 @@
 //    end or a page's end: entries of 1 to 4 blocks, written as a driver writes them (rdma-core
 //    _mlx5_post_send: ctrl, raddr, data or inline segments, blocks in ring order), wrap the
 //    64-block ring and cross the page end inside the QP buffer, and every byte lands;
-//  - the object pointers a slot keeps (resolved again after every command): a CQ destroyed
+//  - the object pointers a slot keeps (followed again after each command that changed them): a CQ destroyed
 //    while its QP's WRITEs were in flight and made again under the same number, with another
 //    size and another buffer, gets the next CQEs in its new ring, from index 0.
 #include <deque>
