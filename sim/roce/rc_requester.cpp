@@ -53,6 +53,7 @@ std::uint32_t rc_qp::entry_of(std::uint32_t psn) noexcept {
 // cannot run (found at post, or its local scatter list refused here) stops the send queue; it
 // fails when every entry before it has completed.
 bool rc_qp::start_next_entry() noexcept {
+    prefetch_followers();
     send_entry& e = sq(_sq_started);
     // A one-packet SEND or WRITE from one non-empty scatter entry is checked by its gather
     // (send_request_packet), which reads that entry whole with the same key, range and right

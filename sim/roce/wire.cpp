@@ -175,14 +175,21 @@ void port::give_back_released() noexcept {
 frame* port::receive(clock::time_point now) noexcept {
     if (_ready == nullptr) {
         mark_polled(now);   // the owner drains this port: senders wait for its room (pause_watchdog)
-        // every frame due now leaves the shared queue at once (it is sorted by due time)
+        // every frame due now leaves the shared queue at once (it is sorted by due time). When
+        // the tail is due, all are: the common case (no delay asked for) takes the queue whole,
+        // without a walk that misses the cache once a frame (bench-scale, 1024 queue pairs).
         std::size_t n = 0;
         {
             std::lock_guard g(_queue_lock);
             frame* last = nullptr;
-            for (frame* x = _head; x != nullptr && x->due <= now; x = x->next) {
-                last = x;
-                ++n;
+            if (_tail != nullptr && _tail->due <= now) {
+                last = _tail;
+                n = _queued;
+            } else {
+                for (frame* x = _head; x != nullptr && x->due <= now; x = x->next) {
+                    last = x;
+                    ++n;
+                }
             }
             if (last != nullptr) {
                 _ready = _head;
@@ -207,6 +214,9 @@ frame* port::receive(clock::time_point now) noexcept {
     }
     frame* f = _ready;
     _ready = f->next;
+    if (_ready != nullptr) {
+        __builtin_prefetch(_ready);   // the next call's first touch of it: its line comes meanwhile
+    }
     _ready_count.store(_ready_count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     f->next = f->prev = nullptr;
     return f;
