@@ -97,8 +97,27 @@ bool rc_qp::receive_posted() noexcept {
 }
 
 void rc_qp::completion_ring::push(const completion& c) noexcept {
-    slots[tail & (slots.size() - 1)] = c;
+    packed_completion& p = slots[tail & (slots.size() - 1)];
+    p.counts = c.index | std::uint64_t{c.byte_len} << 32;
+    p.rest = c.immediate | std::uint64_t{static_cast<std::uint8_t>(c.side)} << 32 |
+             std::uint64_t{static_cast<std::uint8_t>(c.status)} << 40 |
+             std::uint64_t{static_cast<std::uint8_t>(c.op)} << 48 | std::uint64_t{c.with_immediate} << 56;
     ++tail;
+}
+
+// Field by field into `out`: a completion built whole and copied would be the same narrow
+// stores read back by a wide load (see packed_completion).
+void rc_qp::completion_ring::pop(completion& out) noexcept {
+    const packed_completion& p = slots[head & (slots.size() - 1)];
+    const std::uint64_t counts = p.counts, rest = p.rest;
+    ++head;
+    out.index = static_cast<std::uint32_t>(counts);
+    out.byte_len = static_cast<std::uint32_t>(counts >> 32);
+    out.immediate = static_cast<std::uint32_t>(rest);
+    out.side = static_cast<completion_side>(static_cast<std::uint8_t>(rest >> 32));
+    out.status = static_cast<completion_status>(static_cast<std::uint8_t>(rest >> 40));
+    out.op = static_cast<work_op>(static_cast<std::uint8_t>(rest >> 48));
+    out.with_immediate = static_cast<std::uint8_t>(rest >> 56) != 0;
 }
 
 rc_qp::rc_qp(memory& mem, port& wire_port, const qp_config& config)
@@ -332,8 +351,7 @@ bool rc_qp::take(completion_side side, completion& out) noexcept {
     if (ring.size() == 0) {
         return false;
     }
-    out = ring.slots[ring.head & (ring.slots.size() - 1)];
-    ++ring.head;
+    ring.pop(out);
     return true;
 }
 
