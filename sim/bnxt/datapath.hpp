@@ -262,8 +262,7 @@ private:
     std::unique_ptr<roce::port> _port;
     std::unique_ptr<roce::memory> _memory;   // over the server's DMA space, once attached
     vfio_user::dma_space* _dma = nullptr;
-    std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR
-    rig::roce::gid _engine_gid{};
+    std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR (made_for)
     std::map<std::uint32_t, qp_slot> _qps;
     roce::worklist<qp_slot, &qp_slot::fetching> _fetch;   // the slots with WQEs produced and not taken
     roce::worklist<qp_slot, &qp_slot::attended> _attend;  // the slots whose rc_qp asked to be looked at

@@ -407,10 +407,7 @@ bool datapath::configure(qp_slot& s, const roce_qp& q) {
         s.rc.reset();
         return false;
     }
-    if (!_engine) {
-        _engine = std::make_unique<roce::engine>(*_port, c.gid);
-        _engine_gid = c.gid;
-    } else if (c.gid != _engine_gid) {
+    if (!roce::engine::made_for(_engine, *_port, c.gid)) {
         log().warn("bnxt data path: QP {} uses another GID than the function's first QP: its frames are not "
                    "received", s.id);
     }

@@ -249,8 +249,7 @@ private:
     std::unique_ptr<roce::port> _port;
     std::unique_ptr<roce::memory> _memory;   // over the server's DMA space, once attached
     vfio_user::dma_space* _dma = nullptr;
-    std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR
-    rig::roce::gid _engine_gid{};
+    std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR (made_for)
     std::map<std::uint32_t, qp_slot> _qps;
     std::map<std::uint32_t, cq_slot> _cqs;
     std::map<std::uint32_t, std::uint32_t> _mkeys;  // key -> pd registered in _memory

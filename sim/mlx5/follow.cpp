@@ -485,10 +485,7 @@ bool datapath::configure(qp_slot& s, const qp_object& q) {
         s.rc.reset();
         return false;
     }
-    if (!_engine) {
-        _engine = std::make_unique<roce::engine>(*_port, c.gid);
-        _engine_gid = c.gid;
-    } else if (to_rtr && c.gid != _engine_gid) {
+    if (!roce::engine::made_for(_engine, *_port, c.gid) && to_rtr) {
         log().warn("mlx5 data path: QP {:#x} uses another GID than the function's first QP: its frames "
                    "are not received", q.qpn);
     }

@@ -16,6 +16,13 @@ std::vector<engine::numbered>::iterator engine::find(std::uint32_t qpn) noexcept
 // The heap order of the timer queue: the earliest due time at the front.
 bool engine::due_later(const timer& a, const timer& b) noexcept { return a.due > b.due; }
 
+bool engine::made_for(std::unique_ptr<engine>& e, port& wire_port, const rig::roce::gid& gid) {
+    if (!e) {
+        e = std::make_unique<engine>(wire_port, gid);
+    }
+    return e->_gid == gid;
+}
+
 void engine::add(rc_qp& qp) {
     std::lock_guard g(_lock);
     const auto at = find(qp.qpn());

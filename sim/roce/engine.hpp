@@ -23,6 +23,7 @@
 // stopped; the table is locked once per poll, not per packet. Only the polling thread schedules.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -46,6 +47,11 @@ public:
     engine(port& wire_port, const rig::roce::gid& gid) noexcept : _port(wire_port), _gid(gid) {}
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
+
+    // A function's engine is made with the GID of its first queue pair that needs one, and
+    // receives the frames for that GID alone: `e` is made for `gid` when there is none; false
+    // when it was made for another (that queue pair's frames are not received; the caller warns).
+    static bool made_for(std::unique_ptr<engine>& e, port& wire_port, const rig::roce::gid& gid);
 
     // Misuse (a queue pair of this QPN already added) throws std::invalid_argument.
     void add(rc_qp& qp);
