@@ -60,15 +60,20 @@ struct failure_plan {
 };
 failure_plan failure_counts(bool short_run) { return short_run ? failure_plan{500, 500, 500} : failure_plan{3000, 3000, 3000}; }
 
-// Log bytes for every record the run appends, and a MiB to spare. The drop's detection appends
-// on until the retry-exceeded comes: at most a few seconds at the model's rate.
+// Records the leader appends at most while it waits for the killed follower's drop. The drop
+// comes with the retry-exceeded, (7 + 1) x 67 ms after the kill by the queue pair's defaults,
+// and a fast host appends more 4 KiB records meanwhile than a log could hold (250 000 a second
+// here): past this many the run stops appending and waits for the drop.
+constexpr std::size_t drop_reserve_records = 20000;
+
+// Log bytes for every record the run appends, and a MiB to spare.
 std::size_t log_bytes(const settings& s) {
     std::size_t bytes = 1 << 20;
     for (const size_plan& p : plan(s.short_run)) {
         bytes += p.records * record_span(p.length);
     }
     const failure_plan f = failure_counts(s.short_run);
-    bytes += (f.before + f.during + f.after + 20000) * record_span(failure_length);
+    bytes += (f.before + f.during + f.after + drop_reserve_records) * record_span(failure_length);
     return bytes;
 }
 
@@ -248,9 +253,15 @@ outcome<void> fail_and_recover(cluster& c, const settings& s, const rig::nic_opt
     if (const int rc = std::system(s.kill_command.c_str()); rc != 0) {
         return std::unexpected("the kill command '" + s.kill_command + "' failed (status " + std::to_string(rc) + ")");
     }
-    // appends go on with the majority until the leader has dropped the victim
-    if (auto f = c.lead->run(failure_length, counts.during, s.window, [&] { return !victim.dropped; }, 60s); !f) {
+    // appends go on with the majority until the leader has dropped the victim, or until the
+    // log's reserve for the wait is spent: then the leader waits for the drop without appending
+    const std::uint64_t reserve_end = c.lead->records() + counts.during + drop_reserve_records;
+    const auto appending = [&] { return !victim.dropped && c.lead->records() < reserve_end; };
+    if (auto f = c.lead->run(failure_length, counts.during, s.window, appending, 60s); !f) {
         return std::unexpected(f.error());
+    }
+    if (!c.lead->run_until([&] { return victim.dropped; }, 60s)) {
+        return std::unexpected("follower 1 was not dropped within 60 s of its kill");
     }
     const std::uint64_t committed_without = c.lead->records() - killed_after;
 
