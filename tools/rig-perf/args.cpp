@@ -43,7 +43,7 @@ constexpr flag table[] = {
     {"MGID", arg, 'M', opt::none, "multicast GID"},
     {"rx-depth", arg, 'r', opt::none, "receive queue depth: rig-perf keeps the receive ring full"},
     {"bidirectional", no_arg, 'b', opt::none, "bidirectional bandwidth"},
-    {"cq-mod", arg, 'Q', opt::none, "signal one entry in n: Rig completes every entry"},
+    {"cq-mod", arg, 'Q', opt::cq_mod, {}},
     {"noPeak", no_arg, 'N', opt::none, "skip the peak bandwidth"},
     {"version", no_arg, 'V', opt::none, "print the version"},
     {"report-cycles", no_arg, 'C', opt::none, "latency in CPU cycles"},

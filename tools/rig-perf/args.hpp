@@ -21,7 +21,7 @@ namespace rig::perf {
 enum class opt : std::uint8_t {
     none,  // a perftest option rig-perf does not implement
     port, ib_dev, mtu, size, iters, tx_depth, all, cpu_freq, qp, inline_size, help, duration,
-    report_gbits, out_json, out_json_file, perform_warm_up,
+    report_gbits, out_json, out_json_file, perform_warm_up, cq_mod,
     sim, family, plot, bind, max_size,  // rig-perf's own
 };
 

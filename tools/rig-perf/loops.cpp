@@ -90,22 +90,22 @@ std::uint8_t last_byte(const lane& l, const loop_settings& s) {
 std::uint8_t mark(std::uint64_t i) noexcept { return static_cast<std::uint8_t>(i); }
 
 // One post of kind k of the first-half bytes [0, size) (reads: into them).
-void post(test_kind k, lane& l, const loop_settings& s) {
+void post(test_kind k, lane& l, const loop_settings& s, rig::signaled sig = rig::signaled::yes) {
     rig::queue_pair& q = *l.qp;
     const rig::remote& target = l.peer;  // what the peer advertised: its second half
     switch (k) {
     case test_kind::write_bw:
     case test_kind::write_lat:
         if (s.use_inline) {
-            q.post_write_inline(std::span<const std::byte>(l.buffer.data(), s.size), target);
+            q.post_write_inline(std::span<const std::byte>(l.buffer.data(), s.size), target, 0, sig);
         } else {
-            q.post_write(l.buffer, 0, s.size, target);
+            q.post_write(l.buffer, 0, s.size, target, 0, sig);
         }
         break;
     case test_kind::read_bw:
-    case test_kind::read_lat: q.post_read(target, l.buffer, 0, s.size); break;
+    case test_kind::read_lat: q.post_read(target, l.buffer, 0, s.size, 0, sig); break;
     case test_kind::send_bw:
-    case test_kind::send_lat: q.post_send(l.buffer, 0, s.size); break;
+    case test_kind::send_lat: q.post_send(l.buffer, 0, s.size, 0, sig); break;
     }
 }
 
@@ -128,11 +128,48 @@ std::expected<void, std::string> take_send(lane& l, const loop_settings& s, cons
 
 }  // namespace
 
+namespace {
+
+// The bandwidth client's count of one queue pair: entries posted and seen done, and which of
+// them is signalled (perftest run_iter_bw: entry s when s % cq_mod == cq_mod - 1, and the last
+// iteration's).
+struct bw_lane_count {
+    std::uint64_t sent = 0, done = 0;
+
+    static bool signalled(std::uint64_t entry, const loop_settings& s) noexcept {
+        return entry % s.cq_mod == s.cq_mod - 1 || (!s.duration && entry == s.iterations - 1);
+    }
+    // How many to post now: up to tx_depth in flight; -n: up to the iterations; -D once the
+    // time is up (`posting` false): up to the end of the group under way, whose last entry is
+    // signalled.
+    std::uint64_t room(const loop_settings& s, bool posting) const noexcept {
+        const std::uint64_t in_flight = sent - done;
+        std::uint64_t n = in_flight < s.tx_depth ? s.tx_depth - in_flight : 0;
+        if (!s.duration) {
+            return std::min(n, s.iterations - sent);
+        }
+        return posting ? n : std::min(n, (s.cq_mod - sent % s.cq_mod) % s.cq_mod);
+    }
+    // A signalled success: the entries up to the next signalled one are done. Returns how many.
+    std::uint64_t complete(const loop_settings& s) noexcept {
+        const std::uint64_t to = std::min((done / s.cq_mod + 1) * s.cq_mod, sent);
+        const std::uint64_t n = to - done;
+        done = to;
+        return n;
+    }
+};
+
+}  // namespace
+
 std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>& lanes, const loop_settings& s) {
+    if (s.cq_mod == 0 || s.cq_mod > s.tx_depth) {
+        throw std::invalid_argument("run_bw_client: CQ moderation " + std::to_string(s.cq_mod) + " is not 1 .. " +
+                                    "tx_depth (" + std::to_string(s.tx_depth) + "): no completion would free the ring");
+    }
     const std::uint64_t per_qp = s.duration ? 0 : s.iterations;
     const std::uint64_t total = per_qp * lanes.size();
     std::vector<std::int64_t> posted(total), completed(total);
-    std::vector<std::uint64_t> sent(lanes.size(), 0), done(lanes.size(), 0);
+    std::vector<bw_lane_count> count(lanes.size());
     std::uint64_t np = 0, nc = 0;
     watchdog w(s.stall);
     const std::int64_t start = now_ns();
@@ -147,35 +184,30 @@ std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>&
         bool outstanding = false;
         for (std::size_t i = 0; i < lanes.size(); ++i) {
             lane& l = lanes[i];
-            const std::uint64_t in_flight = sent[i] - done[i];
-            std::uint64_t batch = posting && in_flight < s.tx_depth ? s.tx_depth - in_flight : 0;
-            if (!s.duration) {
-                batch = std::min(batch, per_qp - sent[i]);
-            }
-            if (batch > 0) {
+            bw_lane_count& c = count[i];
+            if (const std::uint64_t batch = c.room(s, posting); batch > 0) {
                 const std::int64_t t = now_ns();
-                for (std::uint64_t b = 0; b < batch; ++b) {
-                    post(k, l, s);
+                for (std::uint64_t b = 0; b < batch; ++b, ++c.sent) {
+                    post(k, l, s, bw_lane_count::signalled(c.sent, s) ? rig::signaled::yes : rig::signaled::no);
                     if (!s.duration) {
                         posted[np++] = t;
                     }
                 }
                 l.qp->ring(rig::side::send);  // one doorbell for the batch
-                sent[i] += batch;
             }
-            while (auto c = l.qp->poll(rig::side::send)) {
-                if (!*c) {
+            while (auto r = l.qp->poll(rig::side::send)) {
+                if (!*r) {
                     return std::unexpected(std::string(k == test_kind::read_bw ? "read" : "send") +
-                                           " completion: " + c->error().message);
+                                           " completion: " + r->error().message);
                 }
+                const std::uint64_t n = c.complete(s);
                 if (!s.duration) {
-                    completed[nc] = now_ns();
+                    std::fill_n(completed.begin() + static_cast<std::ptrdiff_t>(nc), n, now_ns());
                 }
-                ++nc;
-                ++done[i];
+                nc += n;
                 w.progress();
             }
-            outstanding = outstanding || sent[i] != done[i] || (!s.duration && sent[i] < per_qp);
+            outstanding = outstanding || c.sent != c.done || c.room(s, posting) > 0;
         }
         if (!outstanding && (!s.duration || !posting)) {
             break;
@@ -187,7 +219,7 @@ std::expected<bw_row, std::string> run_bw_client(test_kind k, std::vector<lane>&
     if (s.duration) {
         return bandwidth_for(s.size, nc, now_ns() - start);
     }
-    return bandwidth(s.size, posted, completed, s.tx_depth);
+    return bandwidth(s.size, posted, completed, s.tx_depth, s.cq_mod);
 }
 
 std::expected<void, std::string> warm_up(test_kind k, std::vector<lane>& lanes, const loop_settings& s) {

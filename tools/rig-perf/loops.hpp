@@ -8,8 +8,11 @@
 // the vaddr of its pingpong_dest (set_up_connection: the buffer after the send buffers).
 //
 // Bandwidth (perftest run_iter_bw): entries are posted in batches, as many as the ring's send
-// depth (-t) allows in flight, with one doorbell per batch (post_*, then ring). Rig completes
-// every entry (each is signaled; perftest signals one in -Q), so every completion is timed.
+// depth (-t) allows in flight, with one doorbell per batch (post_*, then ring). As perftest's,
+// entry s of a queue pair (from 0) is signalled when s % cq_mod == cq_mod - 1, and the last
+// iteration's entry; one signalled completion stands for the entries since the previous one
+// (poll hands out no unsignalled success), which take its time. A -D run ends each queue pair
+// on a whole group of cq_mod, so that its last entry is signalled and every entry is seen done.
 // Latency (run_iter_lat_write / _send / run_iter_lat): one entry in flight; WRITE: each side
 // writes into the peer's second half and spins on the last byte of its own second half; SEND:
 // a send answered by a send; READ: one read at a time, the server passive.
@@ -42,6 +45,7 @@ struct loop_settings {
     std::uint64_t iterations = 0;  // per queue pair; ignored with a duration
     std::optional<std::chrono::nanoseconds> duration;
     std::uint32_t tx_depth = 1;
+    std::uint32_t cq_mod = 1;      // one send entry in cq_mod signalled (bandwidth client), <= tx_depth
     std::uint32_t rx_depth = 512;
     bool use_inline = false;
     std::chrono::milliseconds stall{10000};  // no progress for this long: an error

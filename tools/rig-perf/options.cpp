@@ -3,6 +3,7 @@
 // iters 5000 (write_bw) / 1000, tx depth 128 (BW) / 1 (LAT), MIN_ITER 5, -a up to 2^23.
 #include "tools/rig-perf/options.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <charconv>
@@ -27,6 +28,10 @@ constexpr std::uint64_t max_queue_pairs = 16384;
 // The most inline bytes any NIC Rig drives takes (bnxt static WQEs: 96; mlx5: 28); the queue
 // pair's own limit (queue_pair::max_inline) is checked once it exists (runner.cpp).
 constexpr std::uint64_t max_inline = 96;
+// perftest_parameters.h: MIN_CQ_MOD .. MAX_CQ_MOD, DEF_CQ_MOD, and MSG_SIZE_CQ_MOD_LIMIT (above
+// it a single size runs every entry signalled unless -Q is given).
+constexpr std::uint32_t min_cq_mod = 1, max_cq_mod = 1024, default_cq_mod = 100;
+constexpr std::uint64_t cq_mod_size_limit = 8192;
 // Each measured entry keeps two timestamps (16 bytes): bound the arrays to 1.6 GB.
 constexpr std::uint64_t max_iterations = 100'000'000;
 
@@ -53,8 +58,23 @@ std::expected<std::uint64_t, std::string> number(const std::string& flag, const 
 
 struct given {
     bool size = false, iterations = false, tx_depth = false, duration = false, queue_pairs = false,
-         inline_size = false, max_size = false, sim_family = false;
+         inline_size = false, max_size = false, sim_family = false, cq_mod = false;
 };
+
+// perftest's CQ moderation (perftest_parameters.c force_dependecies): 100 unless -Q says; a
+// single size over 8 KiB without -Q signals every entry (-a keeps it: its sizes share one
+// setting); never more than -t, or the ring would fill with entries no completion frees.
+// Latency tests signal every entry.
+void cq_moderation(options& o, bool given) {
+    if (is_latency(o.kind)) {
+        o.cq_mod = 1;
+        return;
+    }
+    if (!given) {
+        o.cq_mod = !o.all_sizes && o.size > cq_mod_size_limit ? 1 : default_cq_mod;
+    }
+    o.cq_mod = std::min(o.cq_mod, o.tx_depth);
+}
 
 }  // namespace
 
@@ -146,6 +166,12 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
             RIG_PERF_TRY(n, numeric(1, max_depth));
             o.tx_depth = static_cast<std::uint32_t>(*n);
             g.tx_depth = true;
+            break;
+        }
+        case opt::cq_mod: {
+            RIG_PERF_TRY(n, numeric(min_cq_mod, max_cq_mod));
+            o.cq_mod = static_cast<std::uint32_t>(*n);
+            g.cq_mod = true;
             break;
         }
         case opt::port: {
@@ -260,6 +286,11 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
         return std::unexpected("-q " + std::to_string(o.queue_pairs) +
                                ": multiple queue pairs only available on bandwidth tests (as perftest's)");
     }
+    if (lat && g.cq_mod && o.cq_mod != 1) {
+        return std::unexpected("-Q " + std::to_string(o.cq_mod) +
+                               ": latency tests signal every entry (-Q applies to bandwidth tests)");
+    }
+    cq_moderation(o, g.cq_mod);
     if (g.duration && g.iterations) {
         return std::unexpected("-D and -n together: a run is timed or counted, not both");
     }
@@ -303,6 +334,8 @@ std::string usage() {
            "  -D, --duration=<s>        run for s seconds instead of -n iterations (no peak BW)\n"
            "  -q, --qp=<n>              queue pairs, up to what the NIC allows (BW tests; 1)\n"
            "  -t, --tx-depth=<n>        entries per doorbell batch and in flight (BW 128, LAT 1)\n"
+           "  -Q, --cq-mod=<n>          signal one send entry in n, 1 .. 1024 (BW tests: 100; 1 for a\n"
+           "                            size over 8192 without -a; at most -t)\n"
            "  -p, --port=<port>         out-of-band TCP port (18515)\n"
            "  -I, --inline_size=<n>     inline RDMA WRITE up to n bytes (the NIC's limit: mlx5 28,\n"
            "                            bnxt 96; 0)\n"

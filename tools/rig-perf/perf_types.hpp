@@ -48,6 +48,9 @@ struct options {
     std::optional<std::chrono::seconds> duration;  // -D
     std::uint32_t queue_pairs = 1;       // -q
     std::uint32_t tx_depth = 128;        // -t (1 for latency tests)
+    std::uint32_t cq_mod = 1;            // -Q: one send entry in cq_mod signalled, <= tx_depth (BW
+                                         // tests; perftest's rules in options.cpp: 1 for the
+                                         // default size, 65536, else 100)
     std::uint32_t inline_size = 0;       // -I
     std::optional<std::uint32_t> mtu;    // -m: the path MTU offered (256 .. 4096); the NIC's
     bool report_gbits = false;           // --report_gbits

@@ -98,8 +98,7 @@ std::string header_block(const test_info& t) {
         s += fmt::sprintf(" RX depth        : %d\n", t.rx_depth);
     }
     if (!is_latency(t.kind)) {
-        // Rig completes every entry (each is signaled): one completion per entry.
-        s += fmt::sprintf(" CQ Moderation   : %d\n", 1);
+        s += fmt::sprintf(" CQ Moderation   : %d\n", t.cq_mod);
         s += fmt::sprintf(" CQE Poll Batch  : %hu\n", 1);
     }
     s += fmt::sprintf(" Mtu             : %lu[B]\n", t.mtu_bytes);
@@ -190,7 +189,7 @@ std::string json_report(const test_info& t, const run_report& r, bool gbits) {
         info["RX_depth"] = t.rx_depth;
     }
     if (!is_latency(t.kind)) {
-        info["CQ_Moderation"] = 1;
+        info["CQ_Moderation"] = t.cq_mod;
     }
     info["Mtu"] = t.mtu_bytes;
     info["Link_type"] = "Ethernet";

@@ -22,6 +22,7 @@ struct test_info {
     std::string device;
     std::uint32_t queue_pairs = 1;
     std::uint32_t tx_depth = 128;
+    std::uint32_t cq_mod = 100;  // bandwidth tests
     std::uint32_t rx_depth = 0;  // send tests, receive side: receives kept posted
     std::uint32_t mtu_bytes = 1024;
     std::uint32_t inline_size = 0;

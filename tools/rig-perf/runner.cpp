@@ -267,6 +267,7 @@ struct session {
         info.device = o.device;
         info.queue_pairs = o.queue_pairs;
         info.tx_depth = o.tx_depth;
+        info.cq_mod = o.cq_mod;
         info.rx_depth = rx_depth;
         info.mtu_bytes = mtu_bytes_of(setup->mtu);
         info.inline_size = o.inline_size;
@@ -401,6 +402,7 @@ struct session {
             s.duration = std::chrono::nanoseconds(*o.duration);
         }
         s.tx_depth = o.tx_depth;
+        s.cq_mod = o.cq_mod;
         s.rx_depth = rx_depth;
         s.use_inline = o.inline_size > 0 && size <= o.inline_size;
         s.stall = o.exchange_timeout;

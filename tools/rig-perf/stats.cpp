@@ -16,12 +16,15 @@ constexpr double mib = 1048576.0;
 }  // namespace
 
 bw_row bandwidth(std::uint64_t bytes, std::span<const std::int64_t> posted, std::span<const std::int64_t> completed,
-                 std::uint64_t batch) {
-    if (posted.empty() || posted.size() != completed.size() || batch == 0) {
+                 std::uint64_t batch, std::uint64_t cq_mod) {
+    if (posted.empty() || posted.size() != completed.size() || batch == 0 || cq_mod == 0) {
         throw std::invalid_argument("bandwidth: " + std::to_string(posted.size()) + " posts and " +
                                     std::to_string(completed.size()) + " completions (batch " + std::to_string(batch) +
-                                    "): need as many, at least one, batch > 0");
+                                    ", CQ moderation " + std::to_string(cq_mod) +
+                                    "): need as many, at least one, batch and moderation > 0");
     }
+    const std::uint64_t pairs = (posted.size() / batch + 1) * (posted.size() / cq_mod + 1);
+    const std::uint64_t group = cq_mod * ((pairs + peak_pairs_limit - 1) / peak_pairs_limit);
     const std::uint64_t n = posted.size();
     const double total = static_cast<double>(std::max<std::int64_t>(completed[n - 1] - posted[0], 1));
     // print_report_bw: opt_delta starts at the whole run and takes the best per-entry time.
@@ -31,10 +34,10 @@ bw_row bandwidth(std::uint64_t bytes, std::span<const std::int64_t> posted, std:
             const double t = static_cast<double>(completed[j] - posted[i]) / static_cast<double>(j - i + 1);
             best = t > 0 ? std::min(best, t) : best;
         };
-        for (std::uint64_t j = (i + peak_group) / peak_group * peak_group - 1; j < n; j += peak_group) {
+        for (std::uint64_t j = (i + group) / group * group - 1; j < n; j += group) {
             try_run(j);
         }
-        if (n % peak_group != 0) {
+        if (n % group != 0) {
             try_run(n - 1);
         }
     }

@@ -9,15 +9,19 @@
 
 namespace rig::perf {
 
-// perftest's completion group for the peak (DEF_CQ_MOD: it signals one entry in 100).
-constexpr std::uint64_t peak_group = 100;
+// The most (start, end) pairs the peak tries: perftest tries every batch start against every
+// group end, n^2 / (batch x cq_mod) pairs, seconds for a million entries signalled one by one.
+constexpr std::uint64_t peak_pairs_limit = 50'000'000;
 
-// A bandwidth row: `posted[i]` when entry i was posted, `completed[i]` when the i-th
-// completion was taken (both in order, same length n > 0). The average runs from the first
-// post to the last completion; the peak is the best per-entry time over runs that start at a
-// batch start (every `batch` entries) and end at a completion-group boundary.
+// A bandwidth row: `posted[i]` when entry i was posted, `completed[i]` when the i-th entry was
+// seen done (both in order, same length n > 0; the entries a signalled completion stands for
+// share its time). The average runs from the first post to the last completion; the peak is
+// the best per-entry time over runs that start at a batch start (every `batch` entries) and
+// end at a completion-group boundary (perftest print_report_bw): every `cq_mod` entries, and the
+// last entry; past peak_pairs_limit pairs, every k-th group end, k the smallest that keeps
+// the pairs under it.
 bw_row bandwidth(std::uint64_t bytes, std::span<const std::int64_t> posted, std::span<const std::int64_t> completed,
-                 std::uint64_t batch);
+                 std::uint64_t batch, std::uint64_t cq_mod = 1);
 // -D: `entries` completed in `elapsed_ns`; no peak (perftest measures none with -D).
 bw_row bandwidth_for(std::uint64_t bytes, std::uint64_t entries, std::int64_t elapsed_ns);
 

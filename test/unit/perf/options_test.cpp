@@ -67,6 +67,32 @@ TEST_CASE("rig-perf options: perftest's defaults per test", "[unit][perf]") {
     CHECK(ok({"send_bw", "-d", dev}).kind == test_kind::send_bw);
 }
 
+TEST_CASE("rig-perf options: -Q, CQ moderation by perftest's rules", "[unit][perf]") {
+    // DEF_CQ_MOD 100 for the bandwidth tests; latency tests signal every entry
+    for (const char* t : {"write_bw", "read_bw", "send_bw"}) {
+        INFO(t);
+        CHECK(ok({t, "-d", dev, "-s", "64"}).cq_mod == 100);
+        CHECK(ok({t, "-d", dev, "-s", "8192"}).cq_mod == 100);
+        // over MSG_SIZE_CQ_MOD_LIMIT (8192) a single size signals every entry, unless -Q says
+        CHECK(ok({t, "-d", dev}).cq_mod == 1);   // the default size, 65536
+        CHECK(ok({t, "-d", dev, "-s", "8193"}).cq_mod == 1);
+        CHECK(ok({t, "-d", dev, "-s", "65536", "-Q", "16"}).cq_mod == 16);
+        CHECK(ok({t, "-d", dev, "-a"}).cq_mod == 100);   // -a: one setting for every size
+    }
+    CHECK(ok({"write_bw", "-d", dev, "-s", "64", "-Q", "1"}).cq_mod == 1);
+    CHECK(ok({"write_bw", "-d", dev, "-s", "64", "--cq-mod=1024", "-t", "2048"}).cq_mod == 1024);
+    // never above -t: the ring would fill with entries no completion frees
+    CHECK(ok({"write_bw", "-d", dev, "-s", "64", "-t", "32"}).cq_mod == 32);
+    CHECK(ok({"write_bw", "-d", dev, "-s", "64", "-Q", "64", "-t", "16"}).cq_mod == 16);
+    CHECK(ok({"write_lat", "-d", dev}).cq_mod == 1);
+    CHECK(ok({"send_lat", "-d", dev, "-Q", "1"}).cq_mod == 1);
+    CHECK(refused({"write_lat", "-d", dev, "-Q", "4"}) ==
+          "-Q 4: latency tests signal every entry (-Q applies to bandwidth tests)");
+    CHECK(refused({"write_bw", "-d", dev, "-Q", "0"}) == "-Q 0: out of range 1..1024");   // MIN_CQ_MOD .. MAX_CQ_MOD
+    CHECK(refused({"write_bw", "-d", dev, "--cq-mod=1025"}) == "--cq-mod 1025: out of range 1..1024");
+    CHECK(refused({"write_bw", "-d", dev, "-Q", "x"}) == "-Q x: not a number");
+}
+
 TEST_CASE("rig-perf options: short, long, attached and = forms", "[unit][perf]") {
     for (auto args : std::vector<std::vector<std::string>>{
              {"write_bw", "-d", dev, "-s", "4096", "-n", "77", "-q", "3", "-t", "64", "-p", "20000", "-I", "28"},
@@ -194,7 +220,6 @@ TEST_CASE("rig-perf options: perftest flags rig-perf lacks are refused by name",
         {{"-i", "1"}, "not supported: -i (device port: a Rig function has one port)"},
         {{"--ib-port=1"}, "not supported: --ib-port (device port: a Rig function has one port)"},
         {{"-r", "64"}, "not supported: -r (receive queue depth: rig-perf keeps the receive ring full)"},
-        {{"-Q", "1"}, "not supported: -Q (signal one entry in n: Rig completes every entry)"},
         {{"-l", "4"}, "not supported: -l (chain n requests per post)"},
         {{"-x", "3"}, "not supported: -x (GID index: Rig uses GID 0)"},
         {{"-c", "UD"}, "not supported: -c (transport type: Rig runs RC only)"},
@@ -223,7 +248,7 @@ TEST_CASE("rig-perf options: perftest flags rig-perf lacks are refused by name",
 
 TEST_CASE("rig-perf options: the usage names every supported flag", "[unit][perf]") {
     const std::string u = rig::perf::usage();
-    for (const char* f : {"--ib-dev", "--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--port",
+    for (const char* f : {"--ib-dev", "--size", "--all", "--iters", "--duration", "--qp", "--tx-depth", "--cq-mod", "--port",
                           "--inline_size", "--CPU-freq", "--report_gbits", "--out_json", "--out_json_file", "--help",
                           "--max-size", "--sim", "--plot", "--bind"}) {
         CHECK(u.find(f) != std::string::npos);

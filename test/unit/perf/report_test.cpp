@@ -50,6 +50,7 @@ TEST_CASE("report: the header block and the address lines", "[unit][perf]") {
     test_info t;
     t.kind = test_kind::write_bw;
     t.device = "vfio-user:/tmp/m/mlx5-0.sock";
+    t.cq_mod = 100;
     const std::string h = header_block(t);
     CHECK(h == result_line + "                    RDMA_Write BW Test\n"
                              " Dual-port       : OFF\t\tDevice         : vfio-user:/tmp/m/mlx5-0.sock\n"
@@ -58,7 +59,7 @@ TEST_CASE("report: the header block and the address lines", "[unit][perf]") {
                              " PCIe relax order: OFF\t\tLock-free      : OFF\n"
                              " ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF\n"
                              " TX depth        : 128\n"
-                             " CQ Moderation   : 1\n"
+                             " CQ Moderation   : 100\n"
                              " CQE Poll Batch  : 1\n"
                              " Mtu             : 1024[B]\n"
                              " Link type       : Ethernet\n"
@@ -107,6 +108,7 @@ TEST_CASE("report: JSON with perftest's keys, the last size in results, every si
     test_info t;
     t.kind = test_kind::write_bw;
     t.device = "dev";
+    t.cq_mod = 1;
     run_report r;
     r.kind = t.kind;
     r.bw = {bw_row{2, 100, 1, 0.5, 0.25}, bw_row{4, 100, 2, 1.5, 0.375}};
@@ -218,6 +220,20 @@ TEST_CASE("stats: bandwidth average, peak and message rate", "[unit][perf]") {
     }
     CHECK(bandwidth(1 << 20, posted, completed, 200).bw_peak_mib == Approx(10000.0));
     CHECK_THROWS_AS(bandwidth(1, std::vector<std::int64_t>{}, std::vector<std::int64_t>{}, 1), std::invalid_argument);
+    CHECK_THROWS_AS(bandwidth(1, posted, completed, 200, 0), std::invalid_argument);
+    // -Q 64: the runs end every 64 entries (63, 127, 191) and at the last (199); a fast first
+    // 64 entries (done by 6.4 ms) are the peak: 64 MiB / 6.4 ms
+    for (int i = 0; i < 200; ++i) {
+        completed[static_cast<std::size_t>(i)] = (i + 1) * 1'000'000;
+    }
+    for (int i = 0; i < 64; ++i) {
+        completed[static_cast<std::size_t>(i)] = 6'400'000;   // one completion stands for all 64
+    }
+    CHECK(bandwidth(1 << 20, posted, completed, 200, 64).bw_peak_mib == Approx(10000.0));
+    // every entry its own completion: entry 63 ends a run as well
+    CHECK(bandwidth(1 << 20, posted, completed, 200, 1).bw_peak_mib == Approx(10000.0));
+    // -Q 100 over the same times: the runs end at 99 and 199 only, 100 MiB by 100 ms
+    CHECK(bandwidth(1 << 20, posted, completed, 200, 100).bw_peak_mib == Approx(1000.0));
     const bw_row d = bandwidth_for(1 << 20, 500, 1'000'000'000);
     CHECK(d.bw_average_mib == Approx(500.0));
     CHECK(d.bw_peak_mib == 0);
