@@ -281,6 +281,9 @@ std::expected<options, std::string> parse_options(const std::vector<std::string>
         return std::unexpected("-t " + std::to_string(o.tx_depth) +
                                ": latency tests keep one entry in flight (-t applies to bandwidth tests)");
     }
+    if (!g.duration && o.tx_depth > o.iterations) {
+        o.tx_depth = static_cast<std::uint32_t>(o.iterations);   // perftest: no deeper than a counted run
+    }
     if (lat && g.queue_pairs && o.queue_pairs != 1) {
         // perftest's parser: "Multiple QPs only available on bw tests" (-q 1 is taken)
         return std::unexpected("-q " + std::to_string(o.queue_pairs) +
@@ -333,7 +336,7 @@ std::string usage() {
            "  -n, --iters=<n>           iterations, at least 5 (write_bw 5000, others 1000)\n"
            "  -D, --duration=<s>        run for s seconds instead of -n iterations (no peak BW)\n"
            "  -q, --qp=<n>              queue pairs, up to what the NIC allows (BW tests; 1)\n"
-           "  -t, --tx-depth=<n>        entries per doorbell batch and in flight (BW 128, LAT 1)\n"
+           "  -t, --tx-depth=<n>        entries per doorbell batch and in flight (BW 128, LAT 1; at most -n)\n"
            "  -Q, --cq-mod=<n>          signal one send entry in n, 1 .. 1024 (BW tests: 100; 1 for a\n"
            "                            size over 8192 without -a; at most -t)\n"
            "  -p, --port=<port>         out-of-band TCP port (18515)\n"

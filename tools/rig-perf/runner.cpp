@@ -31,8 +31,13 @@ constexpr std::uint32_t rig_out_reads = 16;
 // line carries "0001" there. The header block shows it only for READ ("Outstand reads";
 // the others print "Max inline data" instead).
 constexpr std::uint32_t other_out_reads = 1;
-// Receives each SEND-test queue pair keeps posted (perftest's DEF_RX_SEND).
-constexpr std::uint32_t rx_depth = 512;
+// Receives each SEND-test queue pair keeps posted (perftest's DEF_RX_SEND), no more than a
+// counted run's iterations (perftest_parameters.c force_dependecies, as -t: options.cpp).
+constexpr std::uint32_t default_rx_depth = 512;
+std::uint32_t rx_depth_of(const options& o) {
+    return o.duration ? default_rx_depth
+                      : static_cast<std::uint32_t>(std::min<std::uint64_t>(default_rx_depth, o.iterations));
+}
 
 std::uint64_t page_round(std::uint64_t n) { return (n + page_size - 1) / page_size * page_size; }
 
@@ -117,6 +122,7 @@ struct session {
     std::uint64_t half = 0;
     std::shared_ptr<nic_failure> failure = std::make_shared<nic_failure>();
     bool warmed = false;   // a warm-up ran (warm_up_if_due)
+    const std::uint32_t rx_depth = rx_depth_of(o);
 
     // H0 of protocol.hpp: queue pair 0's line again (ctx_hand_shake), a barrier. Once the lines
     // are known the peer's must be its first line again: a peer run with a larger -q sends its

@@ -84,6 +84,13 @@ TEST_CASE("rig-perf options: -Q, CQ moderation by perftest's rules", "[unit][per
     // never above -t: the ring would fill with entries no completion frees
     CHECK(ok({"write_bw", "-d", dev, "-s", "64", "-t", "32"}).cq_mod == 32);
     CHECK(ok({"write_bw", "-d", dev, "-s", "64", "-Q", "64", "-t", "16"}).cq_mod == 16);
+    // a counted run is no deeper than its iterations (perftest force_dependecies), and -Q no
+    // larger than the depth
+    const auto short_run = ok({"write_bw", "-d", dev, "-s", "64", "-n", "10"});
+    CHECK(short_run.tx_depth == 10);
+    CHECK(short_run.cq_mod == 10);
+    CHECK(ok({"send_bw", "-d", dev, "-s", "64", "-n", "50", "-t", "64"}).tx_depth == 50);
+    CHECK(ok({"write_bw", "-d", dev, "-s", "64", "-D", "1", "-t", "256"}).tx_depth == 256);   // -D: no count
     CHECK(ok({"write_lat", "-d", dev}).cq_mod == 1);
     CHECK(ok({"send_lat", "-d", dev, "-Q", "1"}).cq_mod == 1);
     CHECK(refused({"write_lat", "-d", dev, "-Q", "4"}) ==
