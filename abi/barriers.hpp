@@ -27,6 +27,10 @@
 //                in order, PCIe base spec §2.4.1); a model writing with CPU stores needs a
 //                store-store barrier, for the driver's CPUs: x86-64 a compiler barrier, aarch64
 //                `dmb ishst`.
+//  - model_streamed: after entries the model wrote whole with non-temporal stores
+//                (sim/vfio_user/polled_bytes.hpp stream), they are visible before any later store
+//                (the next entry's valid byte, an event): x86-64 keeps no order for non-temporal
+//                stores (SDM vol. 3 §9.2.2), `sfence`; aarch64 (no streamed entries) `dmb ishst`.
 // Each is also a compiler barrier ("memory" clobber): the compiler must not move plain loads and
 // stores across it, which is what keeps the ring stores ahead of the doorbell record store.
 
@@ -37,11 +41,13 @@ inline void to_device() noexcept { asm volatile("" ::: "memory"); }
 inline void from_device() noexcept { asm volatile("lfence" ::: "memory"); }
 inline void mmio_flush() noexcept { asm volatile("sfence" ::: "memory"); }
 inline void model_publish() noexcept { asm volatile("" ::: "memory"); }
+inline void model_streamed() noexcept { asm volatile("sfence" ::: "memory"); }
 #elif defined(__aarch64__)
 inline void to_device() noexcept { asm volatile("dmb oshst" ::: "memory"); }
 inline void from_device() noexcept { asm volatile("dmb oshld" ::: "memory"); }
 inline void mmio_flush() noexcept { asm volatile("dsb st" ::: "memory"); }
 inline void model_publish() noexcept { asm volatile("dmb ishst" ::: "memory"); }
+inline void model_streamed() noexcept { asm volatile("dmb ishst" ::: "memory"); }
 #else
 #error "rig::abi::barrier: no barriers defined for this architecture (see util/udma_barrier.h)"
 #endif

@@ -5,8 +5,10 @@
 //
 // CQE n (the CQ's producer count) goes to slot n & (size - 1) with owner bit (n >> log_size) & 1:
 // the buffer starts software-owned with opcode INVALID, the first pass writes owner 0. The CQE is
-// one DMA write whose last byte, op_own, is stored after the rest (release fence), so a polling
-// driver never sees a new owner bit over old contents. The consumer index in the CQ's doorbell
+// one DMA write whose last byte, op_own, is visible no earlier than the rest, so a polling driver
+// never sees a new owner bit over old contents: the body, then op_own with the pass's other owner
+// bytes, in order; on x86-64 the bodies after a pass's first CQE go as whole lines of
+// non-temporal stores, op_own INVALID in them (polled_bytes.hpp stream). The consumer index in the CQ's doorbell
 // record (DW0) is read when the room known from its last read runs out (the driver only moves
 // it forward): a CQE that would overwrite one the driver has not consumed is an overrun, which a
 // card reports as a CQ_ERROR event (syndrome 1, CQ overrun) and this model then drops the CQE.
@@ -62,6 +64,26 @@ cqe_abi::cqe_opcode responder_opcode(const roce::completion& c) noexcept {
         return cqe_abi::cqe_opcode::resp_send;
     }
     return c.op == roce::work_op::write ? cqe_abi::cqe_opcode::resp_wr_imm : cqe_abi::cqe_opcode::resp_send_imm;
+}
+
+// The CQE at `line` (host address of the pinned view): its body now, op_own held with the
+// pass's others. The body of a run's first CQE in place; after the first, on x86-64, the whole
+// line with non-temporal stores, op_own INVALID in it until the held byte is stored
+// (polled_bytes.hpp stream).
+void write_cqe_line(vfio_user::polled_bytes& owners, std::byte* line, const cqe_abi::completion& x) noexcept {
+    if constexpr (vfio_user::polled_bytes::streams) {
+        if (!owners.idle()) {
+            std::array<std::byte, cqe_abi::cqe_size> e{};
+            const std::byte op_own = cqe_abi::encode_body(std::span<std::byte, cqe_abi::cqe_size>(e), x);
+            e[cqe_abi::cqe_offset::op_own] = static_cast<std::byte>(static_cast<unsigned>(cqe_abi::cqe_opcode::invalid) << 4);
+            owners.stream(line, e);
+            owners.hold(line + cqe_abi::cqe_offset::op_own, op_own);
+            return;
+        }
+    }
+    const std::span<std::byte, cqe_abi::cqe_size> cqe(line, cqe_abi::cqe_size);
+    const std::byte op_own = cqe_abi::encode_body(cqe, x);
+    owners.hold(line + cqe_abi::cqe_offset::op_own, op_own);
 }
 
 }  // namespace
@@ -131,19 +153,19 @@ bool datapath::write_cqe(cq_slot& slot, const roce::completion& c, std::uint32_t
     if (!place) {
         return false;
     }
-    // The line of the CQE prefetch_ahead places on is asked for now: the driver polling the CQ
-    // holds its lines, so each CQE write would otherwise wait for its own cross-core transfer;
-    // a run of CQEs (one per signaled entry) then waits for one transfer, not one each.
+    // Where a run of CQEs is written with ordinary stores, the line of the CQE prefetch_ahead
+    // places on is asked for now: the driver polling the CQ holds its lines, so each CQE write
+    // would otherwise wait for its own cross-core transfer; a run of CQEs (one per signaled
+    // entry) then waits for one transfer, not one each. A streamed CQE needs no line first.
     constexpr std::uint32_t prefetch_ahead = 16;
-    if (const auto ahead = place_of(cq.producer_index + prefetch_ahead)) {
-        _dma->prefetch(ahead->iova, true);
+    if (!vfio_user::polled_bytes::streams) {
+        if (const auto ahead = place_of(cq.producer_index + prefetch_ahead)) {
+            _dma->prefetch(ahead->iova, true);
+        }
     }
     static_assert(cqe_abi::cqe_offset::op_own == cqe_abi::cqe_size - 1, "the owner byte is the CQE's last");
     if (std::byte* line = _dma->writable(place->iova, cqe_abi::cqe_size); line != nullptr) {
-        // the body now, in place, the owner byte with the pass's others (polled_bytes.hpp)
-        const std::span<std::byte, cqe_abi::cqe_size> cqe(line, cqe_abi::cqe_size);
-        const std::byte op_own = cqe_abi::encode_body(cqe, x);
-        _owners.hold(line + cqe_abi::cqe_offset::op_own, op_own);
+        write_cqe_line(_owners, line, x);
     } else {
         std::array<std::byte, cqe_abi::cqe_size> e{};
         cqe_abi::encode(std::span<std::byte, cqe_abi::cqe_size>(e), x);
