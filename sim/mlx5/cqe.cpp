@@ -14,6 +14,7 @@
 // card reports as a CQ_ERROR event (syndrome 1, CQ overrun) and this model then drops the CQE.
 // A CQ the driver armed (UAR + 0x20) gets one COMP EQE at its next CQE and is disarmed.
 #include <array>
+#include <cstdint>
 
 // The ifc headers first: they name rig::abi as `abi`, which rig::mlx5::abi (completion.hpp)
 // would hide inside rig::mlx5.
@@ -72,7 +73,9 @@ cqe_abi::cqe_opcode responder_opcode(const roce::completion& c) noexcept {
 // (polled_bytes.hpp stream).
 void write_cqe_line(vfio_user::polled_bytes& owners, std::byte* line, const cqe_abi::completion& x) noexcept {
     if constexpr (vfio_user::polled_bytes::streams) {
-        if (!owners.idle()) {
+        // a line: the CQ's pages are aligned (queue_pages), and so is the host's view of them
+        // unless a DMA window maps them at an odd offset, where movntdq would fault
+        if (!owners.idle() && (reinterpret_cast<std::uintptr_t>(line) & (cqe_abi::cqe_size - 1)) == 0) {
             std::array<std::byte, cqe_abi::cqe_size> e{};
             const std::byte op_own = cqe_abi::encode_body(std::span<std::byte, cqe_abi::cqe_size>(e), x);
             e[cqe_abi::cqe_offset::op_own] = static_cast<std::byte>(static_cast<unsigned>(cqe_abi::cqe_opcode::invalid) << 4);
