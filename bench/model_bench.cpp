@@ -378,10 +378,11 @@ void message_rate(served& m, pair_of_nics& p, double seconds, const std::string&
     const rate r = write_rate(p, 64, seconds, 256, signal_every);
     const auto after = threads_cpu();
     const auto wire_after = counters_of(m);
+    const std::string signalled = signal_every == 1 ? std::string("every entry signalled")
+                                                    : "one entry in " + std::to_string(signal_every) + " signalled" +
+                                                          (signal_every == perftest_cq_mod ? " (perftest's default -Q)" : "");
     std::printf("(a) 64 B RDMA WRITE, %s, batches of 256 per doorbell, %u-entry ring, %s: %.3f M msg/s "
-                "(%.0f ns each)\n", dir.c_str(), ring,
-                signal_every == 1 ? "every entry signalled" : "one entry in 100 signalled (perftest's default -Q)",
-                r.messages_per_s / 1e6, 1e9 / r.messages_per_s);
+                "(%.0f ns each)\n", dir.c_str(), ring, signalled.c_str(), r.messages_per_s / 1e6, 1e9 / r.messages_per_s);
     const double model_cpu = print_cpu(before, after, r.wall);
     print_wire(wire_before, wire_after, r.messages_per_s * r.wall);
     const double cpu_ns = 1e9 * model_cpu / (r.messages_per_s * r.wall);

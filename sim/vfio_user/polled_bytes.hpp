@@ -23,8 +23,8 @@
 // card's CQE is one posted 64-byte write that takes the line from the poller's cache without
 // reading it; the model's ordinary stores needed each line first, and a run of CQEs behind a
 // driver reading ahead (its CPU's prefetchers) stalled the model's store buffer on those
-// transfers (bench-model, mlx5 64 B WRITE every entry signalled: 161-289 ns of model CPU a
-// message, bimodal from run to run; 144-155 streamed). publish() fences the streamed bodies
+// transfers (bench-model, mlx5 64 B WRITE every entry signalled: 161-307 ns of model CPU a
+// message, bimodal from run to run; 156-196 streamed). publish() fences the streamed bodies
 // (model_streamed: non-temporal stores keep no order) before it stores the held bytes, so the
 // order a driver sees stays a card's. A run's first entry is written in place as before
 // (idle()): a pass with one entry (a latency test's) pays no fence, which waits for the line to
