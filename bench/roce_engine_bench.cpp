@@ -87,11 +87,10 @@ struct function {
         ::munmap(host, bytes);
         ::close(fd);
     }
-    // As a NIC model's pass does (sim/mlx5/datapath.cpp): the DMA view and the region table
+    // As a NIC model's pass does (sim/mlx5/datapath.cpp): the region table and the DMA view
     // locked once around the engine's poll, not once per access.
     void poll(clk::time_point now) {
-        rig::sim::vfio_user::dma_space::pin dma_pinned(dma);
-        sr::memory::pin regions_pinned(mem);
+        sr::memory::pin pinned(mem);
         eng->poll(now);
     }
     void connect(const function& peer, std::uint32_t mtu) {

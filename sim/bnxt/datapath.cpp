@@ -94,12 +94,9 @@ bool datapath::pass(roce::clock::time_point now) {
         _fn._fw.roce_changes() != _seen_roce) {
         follow_objects();
     }
-    // the DMA view and the region table, each locked once for the whole pass
-    // The table first: every thread takes them in the order memory::read/write do (the table,
-    // then the DMA view for the copy), so none waits for the table while holding the view
-    // (roce/memory.hpp "Lock order").
-    roce::memory::pin regions_pinned(*_memory);
-    vfio_user::dma_space::pin dma_pinned(*_dma);
+    // The region table and the DMA view, each locked once for the whole pass, in the order
+    // memory::read/write take them (roce/memory.hpp "Lock order").
+    roce::memory::pin pinned(*_memory);
     follow_link();
     bool did = poll_doorbells();
     did = fetch_produced() || did;

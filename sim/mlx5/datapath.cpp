@@ -86,13 +86,10 @@ bool datapath::pass(roce::clock::time_point now) {
     if (_fn._resets != _seen_resets || _fn._fw.commands_executed() != _seen_commands) {
         follow_objects();
     }
-    // The DMA view and the region table, each locked once for the whole pass rather than once
-    // per access: map, unmap and (de)registration wait for the pass as for one access.
-    // The table first: every thread takes them in the order memory::read/write do (the table,
-    // then the DMA view for the copy), so none waits for the table while holding the view
-    // (roce/memory.hpp "Lock order").
-    roce::memory::pin regions_pinned(*_memory);
-    vfio_user::dma_space::pin dma_pinned(*_dma);
+    // The region table and the DMA view, each locked once for the whole pass rather than once
+    // per access: map, unmap and (de)registration wait for the pass as for one access. The pin
+    // takes them in the order memory::read/write do (roce/memory.hpp "Lock order").
+    roce::memory::pin pinned(*_memory);
     bool did = poll_uar_pages();
     did = poll_cq_doorbells() || did;
     did = fetch_looked_at() || did;

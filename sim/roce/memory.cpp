@@ -1,5 +1,6 @@
 #include "sim/roce/memory.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -24,19 +25,22 @@ namespace {
 thread_local const memory::pin* pinned_by_this_thread = nullptr;
 }  // namespace
 
-memory::pin::pin(const memory& m) : _m(m) {
+memory::pin::table_lock::table_lock(const pin& p) : m(p._m) {
     if (pinned_by_this_thread != nullptr) {
         // one slot per thread: a second pin would hide the first, whose accesses would lock again
         throw std::invalid_argument("roce::memory::pin: this thread already holds a pin");
     }
-    _m._lock.lock_shared();
-    pinned_by_this_thread = this;
+    m._lock.lock_shared();
+    pinned_by_this_thread = &p;
 }
 
-memory::pin::~pin() {
+memory::pin::table_lock::~table_lock() {
     pinned_by_this_thread = nullptr;
-    _m._lock.unlock_shared();
+    m._lock.unlock_shared();
 }
+
+// _table before _view (the declaration order): the lock order of memory.hpp
+memory::pin::pin(const memory& m) : _m(m), _table(*this), _view(m._dma) {}
 
 const memory::pin* memory::pinned_here() const noexcept {
     const pin* p = pinned_by_this_thread;
@@ -134,9 +138,28 @@ const region* memory::find_checked(const pin* pinned, std::uint32_t key, std::ui
     return &r;
 }
 
+// Inside a host run of this thread's pin: the answer the look-up (find_checked, consecutive,
+// the window) gives, as the run lies inside its region, consecutive in IOVA, in one window
+// that allows the access; nullptr when the bytes are not all inside it.
+namespace {
+std::byte* in_run(const auto& run, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
+                  std::uint8_t needed, const vfio_user::unmap_guard* by) noexcept {
+    if (run.key != key || run.pd != pd || (run.rights & needed) != needed || run.by != by || va < run.va ||
+        va > run.end || n > run.end - va || n == 0) {
+        return nullptr;
+    }
+    return run.host + (va - run.va);
+}
+}  // namespace
+
 mem_status memory::check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                          std::uint8_t needed) const noexcept {
     const pin* pinned = pinned_here();
+    // bytes inside a kept run pass every check (a responder checks a WRITE, then places it)
+    if (pinned != nullptr && (in_run(pinned->_write_run, key, pd, va, bytes, needed, pinned->_write_run.by) != nullptr ||
+                              in_run(pinned->_read_run, key, pd, va, bytes, needed, pinned->_read_run.by) != nullptr)) {
+        return mem_status::ok;
+    }
     const auto g = read_lock(pinned);
     mem_status why;
     find_checked(pinned, key, pd, va, bytes, needed, why);
@@ -172,34 +195,78 @@ mem_status memory::move(const region& r, std::uint64_t va, std::byte* p, std::si
     return mem_status::ok;
 }
 
-// with the checks of read() and write(): `out` = host(iova of the bytes) where they lie
-// consecutive in IOVA space, else nullptr (ok all the same: the caller then moves them itself)
-template <class Ptr, class Host>
-mem_status memory::host_address(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
-                                std::uint8_t needed, Ptr& out, Host host) const noexcept {
-    out = nullptr;
+// with the checks of read() and write(): the host address of the bytes where they lie
+// consecutive in IOVA space in one window with fd, else nullptr (ok all the same: the caller
+// then moves them itself). Under a pin, the run around them is kept for the next access.
+std::byte* memory::host_address(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
+                                std::uint8_t needed, const vfio_user::unmap_guard* by, mem_status& why) const noexcept {
     const pin* pinned = pinned_here();
+    pin::host_run* run = pinned == nullptr ? nullptr : by != nullptr ? &pinned->_read_run : &pinned->_write_run;
+    if (run != nullptr) {
+        if (std::byte* hit = in_run(*run, key, pd, va, n, needed, by)) {
+            why = mem_status::ok;
+            return hit;
+        }
+    }
     const auto g = read_lock(pinned);
-    mem_status why;
     const region* found = find_checked(pinned, key, pd, va, n, needed, why);
-    if (found == nullptr || n == 0) {
-        return why;
-    }
     std::uint64_t iova;
-    if (consecutive(*found, va, n, iova)) {
-        out = host(iova);
+    if (found == nullptr || n == 0 || !consecutive(*found, va, n, iova)) {
+        return nullptr;
     }
-    return mem_status::ok;
+    std::byte* host = by != nullptr ? const_cast<std::byte*>(_dma.reference(iova, n, *by)) : _dma.writable(iova, n);
+    if (host != nullptr && run != nullptr) {
+        find_run(*found, va, iova, host, by == nullptr, *run);
+        run->by = by;
+    }
+    return host;
 }
 
 mem_status memory::reference(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
                              const vfio_user::unmap_guard& by, const std::byte*& out) const noexcept {
-    return host_address(key, pd, va, n, needed, out, [&](std::uint64_t iova) { return _dma.reference(iova, n, by); });
+    mem_status why;
+    out = host_address(key, pd, va, n, needed, &by, why);
+    return why;
 }
 
 mem_status memory::place(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
                          std::byte*& out) const noexcept {
-    return host_address(key, pd, va, n, needed, out, [&](std::uint64_t iova) { return _dma.writable(iova, n); });
+    mem_status why;
+    out = host_address(key, pd, va, n, needed, nullptr, why);
+    return why;
+}
+
+// The bytes of r around va (whose IOVA is `iova`, at `host`) that lie consecutive in IOVA space
+// and in the window that holds iova: the whole region when it is linear, else the pages around
+// va's that follow each other in IOVA, at most run_pages of them each way (a page list's look
+// is bounded: a run is a cache, not a walk of a large region's list).
+void memory::find_run(const region& r, std::uint64_t va, std::uint64_t iova, std::byte* host, bool for_write,
+                      pin::host_run& run) const noexcept {
+    constexpr std::uint64_t run_pages = 64;
+    std::uint64_t lo = r.start, hi = r.start + r.length;   // [lo, hi) of va, consecutive in IOVA
+    if (!r.pages.empty()) {
+        // offsets from the first page's start: the region is [page_offset, page_offset + length)
+        const std::uint64_t page = std::uint64_t{1} << r.page_shift;
+        const std::uint64_t at = va - r.start + r.page_offset;
+        std::uint64_t first = at >> r.page_shift, last = first;
+        while (first > 0 && last - first < run_pages && r.pages[first - 1] + page == r.pages[first]) {
+            --first;
+        }
+        while (last + 1 < r.pages.size() && last - first < 2 * run_pages && r.pages[last + 1] == r.pages[last] + page) {
+            ++last;
+        }
+        lo = r.start + (std::max(first << r.page_shift, r.page_offset) - r.page_offset);
+        hi = r.start + (std::min((last + 1) << r.page_shift, r.page_offset + r.length) - r.page_offset);
+    }
+    const vfio_user::dma_space::host_window w = _dma.window_for(iova, for_write);
+    if (w.size == 0) {
+        run = {};
+        return;
+    }
+    // no further than the window's bytes reach either side of iova
+    lo = va - std::min(va - lo, iova - w.iova);
+    hi = va + std::min(hi - va, w.size - (iova - w.iova));
+    run = {lo, hi, host - (va - lo), nullptr, r.key, r.pd, r.rights};
 }
 
 bool memory::consecutive(const region& r, std::uint64_t va, std::size_t n, std::uint64_t& iova) noexcept {

@@ -17,11 +17,11 @@
 // accesses in a row (a data-path pass) may read-lock the table once for all of them with a
 // memory::pin; (de)registration waits until it goes.
 // Lock order: a memory's lock, then its dma_space's. An access holds the table read-locked while
-// its bytes move through the DMA space; a data-path pass pins the table before the DMA view. The
-// other order (the view pinned, then the table: what the passes did, reported by
-// ThreadSanitizer as an inversion, issue 20) deadlocks as soon as a registration waits for the
-// table's write lock under a writer-preferring lock: the pass then waits for the table behind
-// it while a reader of the table waits for the view the pass holds.
+// its bytes move through the DMA space; a data-path pass's memory::pin takes the table, then the
+// DMA view, by construction. The other order (the view pinned, then the table: what the passes
+// did, reported by ThreadSanitizer as an inversion, issue 20) deadlocks as soon as a
+// registration waits for the table's write lock under a writer-preferring lock: the pass then
+// waits for the table behind it while a reader of the table waits for the view the pass holds.
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
@@ -30,10 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace rig::sim::vfio_user {
-class dma_space;
-class unmap_guard;
-}
+#include "sim/vfio_user/dma_space.hpp"
 
 namespace rig::sim::roce {
 
@@ -76,23 +73,51 @@ public:
     memory& operator=(const memory&) = delete;
 
     // Read-locks the table for this thread's accesses while it lives (one lock, not one per
-    // access). A thread holds one pin at a time (a second, on any memory, is misuse:
-    // std::invalid_argument), and does not (de)register meanwhile (misuse too).
+    // access), then pins the DMA view (vfio_user::dma_space::pin): the lock order by
+    // construction. A thread holds one pin at a time (a second, on any memory, or a DMA pin
+    // already held, is misuse: std::invalid_argument), and does not (de)register meanwhile
+    // (misuse too).
     class pin {
     public:
         explicit pin(const memory& m);
-        ~pin();
         pin(const pin&) = delete;
         pin& operator=(const pin&) = delete;
 
     private:
         friend class memory;
+        // The table's read lock and this thread's pin slot, taken before the view's pin.
+        struct table_lock {
+            explicit table_lock(const pin& p);
+            ~table_lock();
+            table_lock(const table_lock&) = delete;
+            table_lock& operator=(const table_lock&) = delete;
+            const memory& m;
+        };
+        // Bytes of a region that lie consecutive in one DMA window with fd, found by the last
+        // reference() (reads) or place() (writes) under this pin. Neither the table nor the
+        // windows can change while the pin lasts, so the run stays good for its life, and the
+        // next access inside it (a message's next packet, the next WRITE from one buffer)
+        // skips the look-up, the translation and the window search (bench-model, issue 17).
+        // The region's key, protection domain and rights are copied in: a hit reads this line alone.
+        struct host_run {
+            std::uint64_t va = 0;    // [va, end): bytes of the region; empty: no run
+            std::uint64_t end = 0;
+            std::byte* host = nullptr;   // the host address of va
+            const vfio_user::unmap_guard* by = nullptr;   // reads: the guard it was found for
+            std::uint32_t key = 0;
+            std::uint32_t pd = 0;
+            std::uint8_t rights = 0;
+        };
         const memory& _m;
+        table_lock _table;
+        vfio_user::dma_space::pin _view;
         // The region the last access under this pin found: the table cannot change while the
         // pin holds it read-locked, so the pointer stays good, and a pass's accesses, which come
         // in runs under one key (a message's packets, a batch of WRITEs from one buffer), skip
         // the table lookup.
         mutable const region* _last = nullptr;
+        mutable host_run _read_run;
+        mutable host_run _write_run;
     };
 
     // Misuse (key already registered, zero length, range wrapping, page list too short for
@@ -134,10 +159,12 @@ private:
     const region* find_checked(const pin* pinned, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::uint64_t bytes,
                                std::uint8_t needed, mem_status& why) const noexcept;
     mem_status move(const region& r, std::uint64_t va, std::byte* p, std::size_t n, bool is_write) const noexcept;
-    // reference() and place(): the checks, then `host` of the IOVA (memory.cpp)
-    template <class Ptr, class Host>
-    mem_status host_address(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
-                            Ptr& out, Host host) const noexcept;
+    // reference() (by: its guard) and place() (by nullptr): the checks, then the host address
+    std::byte* host_address(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n, std::uint8_t needed,
+                            const vfio_user::unmap_guard* by, mem_status& why) const noexcept;
+    // the run of r's host bytes around va (memory.cpp), kept in `run`
+    void find_run(const region& r, std::uint64_t va, std::uint64_t iova, std::byte* host, bool for_write,
+                  pin::host_run& run) const noexcept;
     // the IOVA of `n` (> 0) bytes at `va` of `r` when they are consecutive in IOVA space
     static bool consecutive(const region& r, std::uint64_t va, std::size_t n, std::uint64_t& iova) noexcept;
     // this thread's pin of this memory, or nullptr

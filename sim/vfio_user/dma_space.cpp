@@ -416,6 +416,14 @@ std::byte* dma_space::host_address(std::uint64_t iova, std::size_t n, bool for_w
 
 std::byte* dma_space::writable(std::uint64_t iova, std::size_t n) const noexcept { return host_address(iova, n, true); }
 
+dma_space::host_window dma_space::window_for(std::uint64_t iova, bool for_write) const noexcept {
+    const window* w = pinned_here() ? window_at(iova) : nullptr;
+    if (w == nullptr || !(for_write ? w->device_writes : w->device_reads) || w->base == nullptr) {
+        return {};
+    }
+    return {w->iova, w->base, w->size};
+}
+
 const std::byte* dma_space::readable(std::uint64_t iova, std::size_t n) const noexcept {
     return host_address(iova, n, false);
 }

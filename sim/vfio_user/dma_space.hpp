@@ -139,6 +139,16 @@ public:
     // with fd that the device may read, for this thread while it holds its pin; nullptr
     // otherwise (refusing and reporting nothing: read()).
     const std::byte* readable(std::uint64_t iova, std::size_t n) const noexcept;
+    // For this thread while it holds its pin: the window with fd that holds `iova` and allows the
+    // device's access (a write, or a read), as the IOVA and host address of its first byte and
+    // its size; size 0 when there is none. For a caller that serves many accesses from one
+    // look-up while the pin lasts (roce::memory's host runs).
+    struct host_window {
+        std::uint64_t iova = 0;
+        std::byte* base = nullptr;
+        std::uint64_t size = 0;
+    };
+    host_window window_for(std::uint64_t iova, bool for_write) const noexcept;
     // How many times windows went (unmap, unmap_all). A pointer readable() or writable() gave
     // stays good, in later pins too, while this count is the same: a data path may keep one
     // (a doorbell record it reads every pass) instead of translating it each time.

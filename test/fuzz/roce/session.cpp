@@ -92,8 +92,7 @@ session::~session() {
 
 void session::poll() {
     // as a NIC model's data-path pass (sim/mlx5/datapath.cpp): the region table, then the DMA view
-    sr::memory::pin regions(_b.mem);
-    sim::vfio_user::dma_space::pin view(_b.dma);
+    sr::memory::pin pinned(_b.mem);
     _engine.poll(_now);
 }
 

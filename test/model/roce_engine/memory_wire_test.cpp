@@ -71,6 +71,122 @@ TEST_CASE("a page-list region translates each page on its own and faults outside
 
 namespace {
 
+// A guard that is told nothing in these tests: no window goes while a pointer is held.
+struct quiet_guard final : rig::sim::vfio_user::unmap_guard {
+    void hold() override {}
+    void forget(std::span<const std::byte>) noexcept override {}
+    void release() noexcept override {}
+};
+
+// What place() answers, as an offset into `host` (-1: no host address), with its status.
+std::pair<sr::mem_status, std::ptrdiff_t> placed(const sr::memory& m, std::uint32_t key, std::uint32_t in_pd,
+                                                 std::uint64_t va, std::size_t n, std::uint8_t needed,
+                                                 const std::byte* host) {
+    std::byte* out = nullptr;
+    const sr::mem_status s = m.place(key, in_pd, va, n, needed, out);
+    return {s, out == nullptr ? -1 : out - host};
+}
+
+}  // namespace
+
+// memory::pin keeps the host run the last place()/reference() found (sim/roce/memory.hpp
+// host_run): every later answer must be the one the full look-up gives, at every edge.
+TEST_CASE("under a pin, a kept host run answers as the look-up does: region bounds, rights, page runs, windows") {
+    constexpr std::size_t bytes = 0x10000;
+    const int fd = ::memfd_create("rig-host-run-test", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::ftruncate(fd, static_cast<off_t>(bytes)) == 0);
+    void* mapped = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(mapped != MAP_FAILED);
+    rig::sim::vfio_user::dma_space dma;
+    // two windows of one file: the second one the device may read, not write
+    REQUIRE(dma.map(iova_base, 0x8000, true, true, fd, 0) == 0);
+    REQUIRE(dma.map(iova_base + 0x8000, 0x8000, true, false, fd, 0x8000) == 0);
+    auto guard = std::make_shared<quiet_guard>();
+    dma.guard_unmaps(guard);
+    sr::memory mem(dma);
+    sr::region linear;
+    linear.key = 1;
+    linear.pd = pd;
+    linear.start = 0x100000;
+    linear.length = bytes;
+    linear.rights = sr::access_remote_write | sr::access_remote_read;
+    linear.base_iova = iova_base;
+    mem.register_region(linear);
+    sr::region paged;   // pages 0-1 and 2-3 follow each other in IOVA, 1 and 2 do not
+    paged.key = 2;
+    paged.pd = pd;
+    paged.start = 0x200100;
+    paged.page_offset = 0x100;
+    paged.length = 4 * 4096 - 0x100;
+    paged.rights = sr::access_remote_write;
+    paged.pages = {iova_base + 0x1000, iova_base + 0x2000, iova_base + 0x5000, iova_base + 0x6000};
+    mem.register_region(paged);
+    constexpr auto ok = sr::mem_status::ok;
+    constexpr auto rw = sr::access_remote_write;
+    {
+        sr::memory::pin pinned(mem);
+        CHECK_THROWS_AS(sr::memory::pin(mem), std::invalid_argument);   // one pin per thread
+        // the model's own mappings of the file, one per protection (dma_files.hpp)
+        const std::byte* host = dma.readable(iova_base, 1);
+        const std::byte* read_only = dma.readable(iova_base + 0x8000, 1);
+        REQUIRE((host != nullptr && read_only != nullptr));
+        CHECK(placed(mem, 1, pd, 0x100040, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x40}});
+        CHECK(placed(mem, 1, pd, 0x107fc0, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x7fc0}});
+        CHECK(placed(mem, 1, pd, 0x107fe0, 64, rw, host).second == -1);   // across the two windows
+        CHECK(placed(mem, 1, pd, 0x108000, 64, rw, host).second == -1);   // a window not writable
+        CHECK(placed(mem, 1, pd + 1, 0x100080, 64, rw, host).first == sr::mem_status::bad_key);
+        CHECK(placed(mem, 3, pd, 0x100080, 64, rw, host).first == sr::mem_status::bad_key);
+        CHECK(placed(mem, 1, pd, 0x100080, 64, sr::access_local_write, host).first == sr::mem_status::no_right);
+        CHECK(placed(mem, 1, pd, 0x0fffc0, 64, rw, host).first == sr::mem_status::out_of_bounds);
+        CHECK(placed(mem, 1, pd, 0x100080, 0, rw, host) == std::pair{ok, std::ptrdiff_t{-1}});
+        CHECK(placed(mem, 1, pd, 0x100080, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x80}});
+
+        CHECK(placed(mem, 2, pd, 0x200110, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x1110}});
+        CHECK(placed(mem, 2, pd, 0x201fc0, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x2fc0}});
+        CHECK(placed(mem, 2, pd, 0x201fe0, 64, rw, host) == std::pair{ok, std::ptrdiff_t{-1}});   // page 1 to 2
+        CHECK(placed(mem, 2, pd, 0x202000, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x5000}});
+        CHECK(placed(mem, 2, pd, 0x203fc0, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x6fc0}});
+        CHECK(placed(mem, 2, pd, 0x203fd0, 64, rw, host).first == sr::mem_status::out_of_bounds);
+        CHECK(placed(mem, 2, pd, 0x2000c0, 64, rw, host).first == sr::mem_status::out_of_bounds);
+        CHECK(placed(mem, 2, pd, 0x200100, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x1100}});
+        // check() answers from the runs too, and as the look-up does outside them
+        CHECK(mem.check(2, pd, 0x200140, 64, rw) == ok);
+        CHECK(mem.check(2, pd, 0x200140, 64, sr::access_remote_read) == sr::mem_status::no_right);
+        CHECK(mem.check(2, pd + 1, 0x200140, 64, rw) == sr::mem_status::bad_key);
+        CHECK(mem.check(2, pd, 0x201fe0, 64, rw) == ok);   // across a gap: checks pass, no host run
+        CHECK(mem.check(2, pd, 0x203fd0, 64, rw) == sr::mem_status::out_of_bounds);
+
+        // reads: the second window serves them, under the guard they were asked for
+        const std::byte* out = nullptr;
+        CHECK(mem.reference(1, pd, 0x108040, 64, sr::access_remote_read, *guard, out) == ok);
+        CHECK(out == read_only + 0x40);
+        CHECK(mem.reference(1, pd, 0x10ffc0, 64, sr::access_remote_read, *guard, out) == ok);
+        CHECK(out == read_only + 0x7fc0);
+        quiet_guard other;
+        CHECK(mem.reference(1, pd, 0x108080, 64, sr::access_remote_read, other, out) == ok);
+        CHECK(out == nullptr);   // not the guard of this DMA space
+        CHECK(mem.reference(2, pd, 0x200110, 64, sr::access_remote_read, *guard, out) == sr::mem_status::no_right);
+    }
+    // a run does not outlive its pin: the window goes, and the next pin finds no host address
+    REQUIRE(dma.unmap(iova_base, 0x8000) == 0);
+    {
+        sr::memory::pin pinned(mem);
+        CHECK(placed(mem, 1, pd, 0x100040, 64, rw, nullptr) == std::pair{ok, std::ptrdiff_t{-1}});
+    }
+    {
+        rig::sim::vfio_user::dma_space::pin view(dma);   // the lock order is the memory pin's own
+        CHECK_THROWS_AS(sr::memory::pin(mem), std::invalid_argument);
+    }
+    mem.deregister(1);
+    mem.deregister(2);
+    dma.unmap_all();
+    ::munmap(mapped, bytes);
+    ::close(fd);
+}
+
+namespace {
+
 sr::frame* frame_to(sr::port& from, const sr::mac_address& to, std::uint32_t tag) {
     sr::frame* f = from.allocate();
     REQUIRE(f != nullptr);

@@ -56,9 +56,8 @@ struct polled final : sr::station {
         if (held.load()) {
             return false;
         }
-        // the model's one lock order (sim/roce/memory.hpp): the region table, then the DMA view
-        sr::memory::pin regions_pinned(f.mem);
-        rig::sim::vfio_user::dma_space::pin dma_pinned(f.dma);
+        // the region table, then the DMA view (sim/roce/memory.hpp "Lock order")
+        sr::memory::pin pinned(f.mem);
         return f.eng->poll(clock::now());
     }
 };
