@@ -96,7 +96,7 @@ bool datapath::pass(roce::clock::time_point now) {
     }
     // The region table and the DMA view, each locked once for the whole pass, in the order
     // memory::read/write take them (roce/memory.hpp "Lock order").
-    roce::memory::pin pinned(*_memory);
+    roce::memory::pin pinned(*_memory, _host_runs);
     follow_link();
     bool did = poll_doorbells();
     did = fetch_produced() || did;

@@ -89,7 +89,7 @@ bool datapath::pass(roce::clock::time_point now) {
     // The region table and the DMA view, each locked once for the whole pass rather than once
     // per access: map, unmap and (de)registration wait for the pass as for one access. The pin
     // takes them in the order memory::read/write do (roce/memory.hpp "Lock order").
-    roce::memory::pin pinned(*_memory);
+    roce::memory::pin pinned(*_memory, _host_runs);
     bool did = poll_uar_pages();
     did = poll_cq_doorbells() || did;
     did = fetch_looked_at() || did;

@@ -248,6 +248,7 @@ private:
     function_model& _fn;
     std::unique_ptr<roce::port> _port;
     std::unique_ptr<roce::memory> _memory;   // over the server's DMA space, once attached
+    roce::memory::runs _host_runs;   // kept from pass to pass (roce/memory.hpp)
     vfio_user::dma_space* _dma = nullptr;
     std::unique_ptr<roce::engine> _engine;   // made with the GID of the first QP that reaches RTR (made_for)
     std::map<std::uint32_t, qp_slot> _qps;

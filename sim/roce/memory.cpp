@@ -1,6 +1,7 @@
 #include "sim/roce/memory.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,9 @@ std::string_view to_string(mem_status s) noexcept {
 namespace {
 // The pin by which this thread holds a memory read-locked (memory::pin), if any.
 thread_local const memory::pin* pinned_by_this_thread = nullptr;
+// Versions of region tables, from one count: unique across every memory of the process.
+std::atomic<std::uint64_t> last_version{0};
+std::uint64_t next_version() noexcept { return last_version.fetch_add(1, std::memory_order_relaxed) + 1; }
 }  // namespace
 
 memory::pin::table_lock::table_lock(const pin& p) : m(p._m) {
@@ -40,7 +44,23 @@ memory::pin::table_lock::~table_lock() {
 }
 
 // _table before _view (the declaration order): the lock order of memory.hpp
-memory::pin::pin(const memory& m) : _m(m), _table(*this), _view(m._dma) {}
+memory::pin::pin(const memory& m, runs& kept) : _m(m), _table(*this), _view(m._dma), _runs(kept) {
+    m.renew(kept);
+}
+
+memory::pin::pin(const memory& m) : pin(m, _own) {}
+
+// with the table read-locked and the view pinned: neither count can move meanwhile
+void memory::renew(runs& kept) const noexcept {
+    const std::uint64_t removals = _dma.removals();
+    if (kept.version != _version || kept.removals != removals) {
+        kept = runs{};
+        kept.version = _version;
+        kept.removals = removals;
+    }
+}
+
+memory::memory(vfio_user::dma_space& dma) noexcept : _dma(dma), _version(next_version()) {}
 
 const memory::pin* memory::pinned_here() const noexcept {
     const pin* p = pinned_by_this_thread;
@@ -89,12 +109,17 @@ void memory::register_region(region r) {
         refuse("key already registered");
     }
     _regions.emplace(r.key, std::move(r));
+    _version = next_version();
 }
 
 bool memory::deregister(std::uint32_t key) {
     refuse_if_pinned("deregister");
     std::unique_lock g(_lock);
-    return _regions.erase(key) != 0;
+    if (_regions.erase(key) == 0) {
+        return false;
+    }
+    _version = next_version();   // the runs found in it go
+    return true;
 }
 
 bool memory::registered(std::uint32_t key) const {
@@ -142,7 +167,7 @@ const region* memory::find_checked(const pin* pinned, std::uint32_t key, std::ui
 // the window) gives, as the run lies inside its region, consecutive in IOVA, in one window
 // that allows the access; nullptr when the bytes are not all inside it.
 namespace {
-std::byte* in_run(const auto& run, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
+[[gnu::always_inline]] inline std::byte* in_run(const auto& run, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
                   std::uint8_t needed, const vfio_user::unmap_guard* by) noexcept {
     if (run.key != key || run.pd != pd || (run.rights & needed) != needed || run.by != by || va < run.va ||
         va > run.end || n > run.end - va || n == 0) {
@@ -156,8 +181,8 @@ mem_status memory::check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, 
                          std::uint8_t needed) const noexcept {
     const pin* pinned = pinned_here();
     // bytes inside a kept run pass every check (a responder checks a WRITE, then places it)
-    if (pinned != nullptr && (in_run(pinned->_write_run, key, pd, va, bytes, needed, pinned->_write_run.by) != nullptr ||
-                              in_run(pinned->_read_run, key, pd, va, bytes, needed, pinned->_read_run.by) != nullptr)) {
+    if (pinned != nullptr && (in_run(pinned->_runs.write, key, pd, va, bytes, needed, pinned->_runs.write.by) != nullptr ||
+                              in_run(pinned->_runs.read, key, pd, va, bytes, needed, pinned->_runs.read.by) != nullptr)) {
         return mem_status::ok;
     }
     const auto g = read_lock(pinned);
@@ -201,7 +226,7 @@ mem_status memory::move(const region& r, std::uint64_t va, std::byte* p, std::si
 std::byte* memory::host_address(std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
                                 std::uint8_t needed, const vfio_user::unmap_guard* by, mem_status& why) const noexcept {
     const pin* pinned = pinned_here();
-    pin::host_run* run = pinned == nullptr ? nullptr : by != nullptr ? &pinned->_read_run : &pinned->_write_run;
+    host_run* run = pinned == nullptr ? nullptr : by != nullptr ? &pinned->_runs.read : &pinned->_runs.write;
     if (run != nullptr) {
         if (std::byte* hit = in_run(*run, key, pd, va, n, needed, by)) {
             why = mem_status::ok;
@@ -241,7 +266,7 @@ mem_status memory::place(std::uint32_t key, std::uint32_t pd, std::uint64_t va, 
 // va's that follow each other in IOVA, at most run_pages of them each way (a page list's look
 // is bounded: a run is a cache, not a walk of a large region's list).
 void memory::find_run(const region& r, std::uint64_t va, std::uint64_t iova, std::byte* host, bool for_write,
-                      pin::host_run& run) const noexcept {
+                      host_run& run) const noexcept {
     constexpr std::uint64_t run_pages = 64;
     std::uint64_t lo = r.start, hi = r.start + r.length;   // [lo, hi) of va, consecutive in IOVA
     if (!r.pages.empty()) {

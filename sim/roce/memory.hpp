@@ -67,19 +67,47 @@ struct region {
 };
 
 class memory {
+    // Bytes of a region that lie consecutive in one DMA window with fd, found by the last
+    // reference() (reads) or place() (writes) under a pin: the next access inside them (a
+    // message's next packet, the next WRITE from one buffer) skips the look-up, the translation
+    // and the window search (bench-model, issue 17). The region's key, protection domain and
+    // rights are copied in, so that a hit reads this line alone.
+    struct host_run {
+        std::uint64_t va = 0;    // [va, end): bytes of the region; empty: no run
+        std::uint64_t end = 0;
+        std::byte* host = nullptr;   // the host address of va
+        const vfio_user::unmap_guard* by = nullptr;   // reads: the guard it was found for
+        std::uint32_t key = 0;
+        std::uint32_t pd = 0;
+        std::uint8_t rights = 0;
+    };
+
 public:
-    explicit memory(vfio_user::dma_space& dma) noexcept : _dma(dma) {}
+    explicit memory(vfio_user::dma_space& dma) noexcept;
     memory(const memory&) = delete;
     memory& operator=(const memory&) = delete;
+
+    // The host runs a data path keeps from pass to pass, for one thread's pins of one memory.
+    // A run stays good while no region is (de)registered and no DMA window goes; a pin made
+    // with them drops them when either happened since (memory::renew).
+    class runs {
+    private:
+        friend class memory;
+        host_run read;
+        host_run write;
+        std::uint64_t version = 0;    // memory::_version they were found at (versions start at 1)
+        std::uint64_t removals = 0;   // dma_space::removals() then
+    };
 
     // Read-locks the table for this thread's accesses while it lives (one lock, not one per
     // access), then pins the DMA view (vfio_user::dma_space::pin): the lock order by
     // construction. A thread holds one pin at a time (a second, on any memory, or a DMA pin
     // already held, is misuse: std::invalid_argument), and does not (de)register meanwhile
-    // (misuse too).
+    // (misuse too). Given `kept`, host runs found under this pin serve the next pins too.
     class pin {
     public:
         explicit pin(const memory& m);
+        pin(const memory& m, runs& kept);
         pin(const pin&) = delete;
         pin& operator=(const pin&) = delete;
 
@@ -93,31 +121,16 @@ public:
             table_lock& operator=(const table_lock&) = delete;
             const memory& m;
         };
-        // Bytes of a region that lie consecutive in one DMA window with fd, found by the last
-        // reference() (reads) or place() (writes) under this pin. Neither the table nor the
-        // windows can change while the pin lasts, so the run stays good for its life, and the
-        // next access inside it (a message's next packet, the next WRITE from one buffer)
-        // skips the look-up, the translation and the window search (bench-model, issue 17).
-        // The region's key, protection domain and rights are copied in: a hit reads this line alone.
-        struct host_run {
-            std::uint64_t va = 0;    // [va, end): bytes of the region; empty: no run
-            std::uint64_t end = 0;
-            std::byte* host = nullptr;   // the host address of va
-            const vfio_user::unmap_guard* by = nullptr;   // reads: the guard it was found for
-            std::uint32_t key = 0;
-            std::uint32_t pd = 0;
-            std::uint8_t rights = 0;
-        };
         const memory& _m;
         table_lock _table;
         vfio_user::dma_space::pin _view;
+        runs _own;      // without `kept`: this pin's alone
+        runs& _runs;
         // The region the last access under this pin found: the table cannot change while the
         // pin holds it read-locked, so the pointer stays good, and a pass's accesses, which come
         // in runs under one key (a message's packets, a batch of WRITEs from one buffer), skip
         // the table lookup.
         mutable const region* _last = nullptr;
-        mutable host_run _read_run;
-        mutable host_run _write_run;
     };
 
     // Misuse (key already registered, zero length, range wrapping, page list too short for
@@ -164,7 +177,9 @@ private:
                             const vfio_user::unmap_guard* by, mem_status& why) const noexcept;
     // the run of r's host bytes around va (memory.cpp), kept in `run`
     void find_run(const region& r, std::uint64_t va, std::uint64_t iova, std::byte* host, bool for_write,
-                  pin::host_run& run) const noexcept;
+                  host_run& run) const noexcept;
+    // a pin's: drops `kept` when a region was (de)registered or a window went since they were found
+    void renew(runs& kept) const noexcept;
     // the IOVA of `n` (> 0) bytes at `va` of `r` when they are consecutive in IOVA space
     static bool consecutive(const region& r, std::uint64_t va, std::size_t n, std::uint64_t& iova) noexcept;
     // this thread's pin of this memory, or nullptr
@@ -176,6 +191,9 @@ private:
     vfio_user::dma_space& _dma;
     mutable std::shared_mutex _lock;
     std::unordered_map<std::uint32_t, region> _regions;
+    // Changes with every (de)registration; unique across memories (runs kept for one memory
+    // never match another made at the same address).
+    std::uint64_t _version;
 };
 
 }  // namespace rig::sim::roce

@@ -91,7 +91,7 @@ std::pair<sr::mem_status, std::ptrdiff_t> placed(const sr::memory& m, std::uint3
 
 // memory::pin keeps the host run the last place()/reference() found (sim/roce/memory.hpp
 // host_run): every later answer must be the one the full look-up gives, at every edge.
-TEST_CASE("under a pin, a kept host run answers as the look-up does: region bounds, rights, page runs, windows") {
+TEST_CASE("a kept host run answers as the look-up does: region bounds, rights, page runs, windows, and what went") {
     constexpr std::size_t bytes = 0x10000;
     const int fd = ::memfd_create("rig-host-run-test", MFD_CLOEXEC);
     REQUIRE(fd >= 0);
@@ -168,8 +168,31 @@ TEST_CASE("under a pin, a kept host run answers as the look-up does: region boun
         CHECK(out == nullptr);   // not the guard of this DMA space
         CHECK(mem.reference(2, pd, 0x200110, 64, sr::access_remote_read, *guard, out) == sr::mem_status::no_right);
     }
-    // a run does not outlive its pin: the window goes, and the next pin finds no host address
-    REQUIRE(dma.unmap(iova_base, 0x8000) == 0);
+    // runs kept from pin to pin (a data path's) serve the next pin, until a region or a window goes
+    sr::memory::runs kept;
+    const std::byte* host = nullptr;
+    {
+        sr::memory::pin pinned(mem, kept);
+        host = dma.readable(iova_base, 1);
+        CHECK(placed(mem, 1, pd, 0x100040, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x40}});
+    }
+    {
+        sr::memory::pin pinned(mem, kept);
+        CHECK(placed(mem, 1, pd, 0x100100, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x100}});
+    }
+    REQUIRE(mem.deregister(1));
+    linear.base_iova = iova_base + 0x1000;   // the same key, 4 KiB further on
+    linear.length = 0x7000;
+    mem.register_region(linear);
+    {
+        sr::memory::pin pinned(mem, kept);
+        CHECK(placed(mem, 1, pd, 0x100100, 64, rw, host) == std::pair{ok, std::ptrdiff_t{0x1100}});
+    }
+    REQUIRE(dma.unmap(iova_base, 0x8000) == 0);   // the window goes: no pin finds it again
+    {
+        sr::memory::pin pinned(mem, kept);
+        CHECK(placed(mem, 1, pd, 0x100100, 64, rw, nullptr) == std::pair{ok, std::ptrdiff_t{-1}});
+    }
     {
         sr::memory::pin pinned(mem);
         CHECK(placed(mem, 1, pd, 0x100040, 64, rw, nullptr) == std::pair{ok, std::ptrdiff_t{-1}});
