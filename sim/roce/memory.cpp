@@ -167,8 +167,9 @@ const region* memory::find_checked(const pin* pinned, std::uint32_t key, std::ui
 // the window) gives, as the run lies inside its region, consecutive in IOVA, in one window
 // that allows the access; nullptr when the bytes are not all inside it.
 namespace {
-[[gnu::always_inline]] inline std::byte* in_run(const auto& run, std::uint32_t key, std::uint32_t pd, std::uint64_t va, std::size_t n,
-                  std::uint8_t needed, const vfio_user::unmap_guard* by) noexcept {
+[[gnu::always_inline]] inline std::byte* in_run(const auto& run, std::uint32_t key, std::uint32_t pd,
+                                                std::uint64_t va, std::size_t n, std::uint8_t needed,
+                                                const vfio_user::unmap_guard* by) noexcept {
     if (run.key != key || run.pd != pd || (run.rights & needed) != needed || run.by != by || va < run.va ||
         va > run.end || n > run.end - va || n == 0) {
         return nullptr;
@@ -181,9 +182,12 @@ mem_status memory::check(std::uint32_t key, std::uint32_t pd, std::uint64_t va, 
                          std::uint8_t needed) const noexcept {
     const pin* pinned = pinned_here();
     // bytes inside a kept run pass every check (a responder checks a WRITE, then places it)
-    if (pinned != nullptr && (in_run(pinned->_runs.write, key, pd, va, bytes, needed, pinned->_runs.write.by) != nullptr ||
-                              in_run(pinned->_runs.read, key, pd, va, bytes, needed, pinned->_runs.read.by) != nullptr)) {
-        return mem_status::ok;
+    if (pinned != nullptr) {
+        const runs& kept = pinned->_runs;
+        if (in_run(kept.write, key, pd, va, bytes, needed, kept.write.by) != nullptr ||
+            in_run(kept.read, key, pd, va, bytes, needed, kept.read.by) != nullptr) {
+            return mem_status::ok;
+        }
     }
     const auto g = read_lock(pinned);
     mem_status why;
@@ -263,8 +267,8 @@ mem_status memory::place(std::uint32_t key, std::uint32_t pd, std::uint64_t va, 
 
 // The bytes of r around va (whose IOVA is `iova`, at `host`) that lie consecutive in IOVA space
 // and in the window that holds iova: the whole region when it is linear, else the pages around
-// va's that follow each other in IOVA, at most run_pages of them each way (a page list's look
-// is bounded: a run is a cache, not a walk of a large region's list).
+// va's that follow each other in IOVA, at most run_pages before it and 2 x run_pages in all (a
+// page list's look is bounded: a run is a cache, not a walk of a large region's list).
 void memory::find_run(const region& r, std::uint64_t va, std::uint64_t iova, std::byte* host, bool for_write,
                       host_run& run) const noexcept {
     constexpr std::uint64_t run_pages = 64;
