@@ -171,7 +171,7 @@ bool datapath::write_cqe(cq_slot& c, std::span<std::byte, 32> cqe) {
     const bool toggle = c.producer < size;   // the pass over the ring: 1 first
     cqe[toggle_byte] = (cqe[toggle_byte] & std::byte{0xfe}) | std::byte{toggle ? std::uint8_t{1} : std::uint8_t{0}};
     // 32 bytes at a multiple of 32 never cross a page (every page size is a multiple of 32)
-    const std::uint64_t at = c.cq->memory.address(std::uint64_t{c.producer % size} * abi::cqe_size);
+    const std::uint64_t at = c.cq->memory.address(std::uint64_t{slot_of(c.producer, size)} * abi::cqe_size);
     const std::span<const std::byte> e(cqe);
     if (std::byte* slot = at == 0 ? nullptr : _dma->writable(at, abi::cqe_size); slot != nullptr) {
         // the body now, the toggle byte with the pass's others (vfio_user/polled_bytes.hpp)
@@ -182,7 +182,8 @@ bool datapath::write_cqe(cq_slot& c, std::span<std::byte, 32> cqe) {
         _toggles.publish();   // the CQEs before it first: CQEs become valid in order
         if (at == 0 || !_dma->write(at, e.first(toggle_byte)) ||
             !_dma->write(at + toggle_byte + 1, e.subspan(toggle_byte + 1))) {
-            log().warn("bnxt data path: CQE {} of CQ {} is outside the DMA mappings: dropped", c.producer % size, c.id);
+            log().warn("bnxt data path: CQE {} of CQ {} is outside the DMA mappings: dropped", slot_of(c.producer, size),
+                       c.id);
             return false;
         }
         rig::abi::barrier::model_publish();   // the body before the toggle the driver polls
@@ -190,7 +191,7 @@ bool datapath::write_cqe(cq_slot& c, std::span<std::byte, 32> cqe) {
             return false;
         }
     }
-    c.producer = (c.producer + 1) % (2 * size);
+    c.producer = position_after(c.producer, size);
     _cqes.store(_cqes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (c.armed) {
         notify(c);

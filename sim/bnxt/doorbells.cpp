@@ -217,7 +217,7 @@ bool datapath::read_queue(const queue_memory& m, std::uint64_t offset, std::span
         if (iova == 0) {
             return false;
         }
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, m.page_bytes - at % m.page_bytes));
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size() - done, m.page_bytes - m.in_page(at)));
         if (!_dma->read(iova, out.subspan(done, n))) {
             return false;
         }
@@ -229,12 +229,11 @@ bool datapath::read_queue(const queue_memory& m, std::uint64_t offset, std::span
 // The send WQEs from the model's position to the driver's last producer, while the rc_qp has
 // room: static mode, WQE k at (k mod sq_size) x 128 of the SQ's memory.
 bool datapath::fetch_sends(qp_slot& s, const roce_qp& q) {
-    const std::uint32_t span = 2 * q.sq_entries;
     const bool every = !_fn._options.aggregate_requester_cqes;
     std::uint32_t room = s.rc->send_room();
     std::uint64_t fetched = 0;
     while (s.sq_taken != s.sq_produced && room > 0) {
-        const std::uint32_t slot = s.sq_taken % q.sq_entries;
+        const std::uint32_t slot = slot_of(s.sq_taken, q.sq_entries);
         if (read_queue(q.sq, std::uint64_t{slot} * sq_wqe_bytes, _wqe)) {
             parse_send_wqe(_wqe, slot, every, _send);
         } else {
@@ -245,7 +244,7 @@ bool datapath::fetch_sends(qp_slot& s, const roce_qp& q) {
             break;
         }
         --room;
-        s.sq_taken = (s.sq_taken + 1) % span;
+        s.sq_taken = position_after(s.sq_taken, q.sq_entries);
         ++fetched;
     }
     // this thread is the counter's only writer: a plain add
@@ -299,12 +298,11 @@ roce::completion_status datapath::locate(qp_slot& s, const roce::retransmission&
 // One the card cannot take (malformed, or outside the mappings) is posted with an SGE whose key
 // names nothing: the message landing there fails, as on a card.
 bool datapath::fetch_receives(qp_slot& s, const roce_qp& q) {
-    const std::uint32_t span = 2 * q.rq_entries;
     const std::size_t stride = rq_header_bytes + sge_bytes * q.rq_sge;
     const auto wqe = std::span(_wqe).first(std::min(stride, _wqe.size()));
     bool did = false;
     while (s.rq_taken != s.rq_produced && s.rc->receive_room() > 0) {
-        const std::uint32_t slot = s.rq_taken % q.rq_entries;
+        const std::uint32_t slot = slot_of(s.rq_taken, q.rq_entries);
         roce::receive_request r;
         std::uint32_t wr_id = 0;
         if (!read_queue(q.rq, std::uint64_t{slot} * stride, wqe) ||
@@ -317,7 +315,7 @@ bool datapath::fetch_receives(qp_slot& s, const roce_qp& q) {
             break;
         }
         s.wr_ids[slot] = wr_id;
-        s.rq_taken = (s.rq_taken + 1) % span;
+        s.rq_taken = position_after(s.rq_taken, q.rq_entries);
         did = true;
     }
     return did;

@@ -14,23 +14,39 @@
 // The record is the model's (a card's context layout is firmware-private): the object's kind
 // and handle, so a driver that hands the same pages to two owners, or unmaps them, is seen.
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
 namespace rig::sim::bnxt {
 
 // A queue's memory: its pages in order, each page_bytes (CREATE_QP/CREATE_CQ pg_size, or
-// REGISTER_MR log2_pg_size).
+// REGISTER_MR log2_pg_size: a power of two, which the commands refuse otherwise).
 struct queue_memory {
     std::uint64_t page_bytes = 0;
     std::vector<std::uint64_t> pages{};
-    // The IOVA of byte `offset` of the queue (nothing past its pages: 0).
+    // The IOVA of byte `offset` of the queue (nothing past its pages, or no pages: 0). A shift
+    // and a mask: a 64-bit division per WQE and CQE cost tens of cycles (perf annotate).
     std::uint64_t address(std::uint64_t offset) const noexcept {
-        const std::uint64_t p = offset / page_bytes;
-        return p < pages.size() ? pages[p] + offset % page_bytes : 0;
+        if (page_bytes == 0) {
+            return 0;
+        }
+        const std::uint64_t p = offset >> std::countr_zero(page_bytes);
+        return p < pages.size() ? pages[p] + in_page(offset) : 0;
     }
+    std::uint64_t in_page(std::uint64_t offset) const noexcept { return offset & (page_bytes - 1); }
     std::uint64_t bytes() const noexcept { return page_bytes * pages.size(); }
 };
+
+// A position in a ring of `entries` slots counted modulo twice the ring (a producer's index
+// and epoch, docs/bnxt-data-path.md "Queues"): its slot, and the position after it. A compare
+// each: the rings need not be powers of two, and a division per WQE cost tens of cycles.
+constexpr std::uint32_t slot_of(std::uint32_t pos, std::uint32_t entries) noexcept {
+    return pos < entries ? pos : pos - entries;
+}
+constexpr std::uint32_t position_after(std::uint32_t pos, std::uint32_t entries) noexcept {
+    return pos + 1 == 2 * entries ? 0 : pos + 1;
+}
 
 struct roce_cq {
     std::uint64_t handle = 0;      // cq_handle: comes back in the CQ's NQ entries
