@@ -403,15 +403,11 @@ const std::byte* dma_space::reference(std::uint64_t iova, std::size_t n, const u
 // with this thread's pin: the host address of [iova, +n) in one window with fd that allows the
 // device's access, or nullptr
 std::byte* dma_space::host_address(std::uint64_t iova, std::size_t n, bool for_write) const noexcept {
-    if (!pinned_here() || n == 0) {
+    const host_window w = window_for(iova, for_write);
+    if (w.size == 0 || n == 0 || n > w.size - (iova - w.iova)) {
         return nullptr;
     }
-    const window* w = window_at(iova);
-    if (w == nullptr || n > w->size - (iova - w->iova) || !(for_write ? w->device_writes : w->device_reads) ||
-        w->base == nullptr) {
-        return nullptr;
-    }
-    return w->base + (iova - w->iova);
+    return w.base + (iova - w.iova);
 }
 
 std::byte* dma_space::writable(std::uint64_t iova, std::size_t n) const noexcept { return host_address(iova, n, true); }
