@@ -388,32 +388,36 @@ void dma_space::touch(std::uint64_t iova, std::uint64_t n, bool for_write) noexc
     }
 }
 
-const std::byte* dma_space::reference(std::uint64_t iova, std::size_t n, const unmap_guard& by) const noexcept {
-    const auto g = hold();
-    if (_guard.get() != &by || n == 0) {
-        return nullptr;
-    }
-    const window* w = window_at(iova);
-    if (w == nullptr || n > w->size - (iova - w->iova) || !w->device_reads || w->base == nullptr) {
-        return nullptr;
-    }
-    return w->base + (iova - w->iova);
-}
-
-// with this thread's pin: the host address of [iova, +n) in one window with fd that allows the
-// device's access, or nullptr
-std::byte* dma_space::host_address(std::uint64_t iova, std::size_t n, bool for_write) const noexcept {
-    const host_window w = window_for(iova, for_write);
+namespace {
+// The host address of [iova, +n) when it lies wholly in `w` (which holds `iova`), or nullptr:
+// no window, or no bytes.
+std::byte* inside(const dma_space::host_window& w, std::uint64_t iova, std::size_t n) noexcept {
     if (w.size == 0 || n == 0 || n > w.size - (iova - w.iova)) {
         return nullptr;
     }
     return w.base + (iova - w.iova);
 }
+}  // namespace
+
+const std::byte* dma_space::reference(std::uint64_t iova, std::size_t n, const unmap_guard& by) const noexcept {
+    const auto g = hold();
+    return _guard.get() == &by ? inside(allowed_window(iova, false), iova, n) : nullptr;
+}
+
+// with this thread's pin: the host address of [iova, +n) in one window with fd that allows the
+// device's access, or nullptr
+std::byte* dma_space::host_address(std::uint64_t iova, std::size_t n, bool for_write) const noexcept {
+    return inside(window_for(iova, for_write), iova, n);
+}
 
 std::byte* dma_space::writable(std::uint64_t iova, std::size_t n) const noexcept { return host_address(iova, n, true); }
 
 dma_space::host_window dma_space::window_for(std::uint64_t iova, bool for_write) const noexcept {
-    const window* w = pinned_here() ? window_at(iova) : nullptr;
+    return pinned_here() ? allowed_window(iova, for_write) : host_window{};
+}
+
+dma_space::host_window dma_space::allowed_window(std::uint64_t iova, bool for_write) const noexcept {
+    const window* w = window_at(iova);
     if (w == nullptr || !(for_write ? w->device_writes : w->device_reads) || w->base == nullptr) {
         return {};
     }

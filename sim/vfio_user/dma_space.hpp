@@ -205,6 +205,8 @@ private:
     // _lock, unless this thread holds it by a pin
     std::unique_lock<std::mutex> hold() const;
     bool pinned_here() const noexcept;
+    // with _lock held or this thread's pin: window_for's answer (reference, window_for)
+    host_window allowed_window(std::uint64_t iova, bool for_write) const noexcept;
     std::byte* host_address(std::uint64_t iova, std::size_t n, bool for_write) const noexcept;
     void refuse(std::uint64_t iova, std::uint64_t n, bool is_write, std::string reason);
 
