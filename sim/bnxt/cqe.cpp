@@ -92,8 +92,7 @@ std::uint8_t res_reason(st receive, st send) noexcept {
 }  // namespace
 
 std::uint32_t datapath::room(const cq_slot& c) noexcept {
-    const std::uint32_t span = 2 * c.cq->entries;
-    return c.cq->entries - (c.producer + span - c.consumer) % span;
+    return c.cq->entries - positions_between(c.consumer, c.producer, c.cq->entries);
 }
 
 // Each side's completions while its CQ has room (a CQ that is full keeps them in the rc_qp).
@@ -120,7 +119,7 @@ bool datapath::send_cqe(qp_slot& s, const roce::completion& c) {
     if (c.status == st::flushed || s.send_cq == nullptr) {
         return false;
     }
-    s.sq_cons = static_cast<std::uint16_t>((c.index + 1) % s.q->sq_entries);
+    s.sq_cons = static_cast<std::uint16_t>(slot_of(c.index + 1, s.q->sq_entries));   // index: a slot
     abi::cq_req e{};
     e.qp_handle = s.q->handle;
     e.sq_cons_idx = s.sq_cons;
@@ -133,7 +132,7 @@ bool datapath::send_cqe(qp_slot& s, const roce::completion& c) {
 // A RES_RC CQE per receive; a flushed one only as HW_FLUSH_ERR with hw_flush_cqes (drivers skip
 // those: bnxt_re_poll_err_rcqe; the driver flushes its RQ itself, __flush_rq).
 bool datapath::receive_cqe(qp_slot& s, const roce::completion& c) {
-    s.rq_cons = static_cast<std::uint16_t>((c.index + 1) % s.q->rq_entries);
+    s.rq_cons = static_cast<std::uint16_t>(slot_of(c.index + 1, s.q->rq_entries));
     std::uint8_t status = res_status(c.status);
     if (c.status == st::flushed) {
         if (!_fn._options.hw_flush_cqes) {
@@ -151,7 +150,7 @@ bool datapath::receive_cqe(qp_slot& s, const roce::completion& c) {
     e.qp_handle = s.q->handle;
     e.cqe_type = abi::CQ_BASE_CQE_TYPE_RES_RC;
     e.status = status;
-    e.srq_or_rq_wr_id = s.wr_ids[c.index % s.wr_ids.size()] & 0xfffff;
+    e.srq_or_rq_wr_id = (c.index < s.wr_ids.size() ? s.wr_ids[c.index] : 0) & 0xfffff;   // a slot (fetch_receives)
     if (c.status == st::success && c.with_immediate) {
         // IMM, and RDMA for a WRITE with immediate; the value little-endian (rdma-core
         // bnxt_re_poll_success_rcqe: imm_data = htobe32(le32toh(imm_key)))

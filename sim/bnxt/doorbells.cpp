@@ -170,9 +170,8 @@ void datapath::doorbell(std::uint32_t dpi, std::uint64_t value) {
 void datapath::producer(qp_slot& s, bool send, std::uint32_t index, bool epoch) {
     const std::uint32_t size = send ? s.q->sq_entries : s.q->rq_entries;
     std::uint32_t& taken = send ? s.sq_taken : s.rq_taken;
-    const std::uint32_t span = 2 * size;
     const std::uint32_t pos = index + (epoch ? size : 0);
-    if (index >= size || (pos + span - taken) % span > size) {
+    if (index >= size || positions_between(taken, pos, size) > size) {
         return ignore();   // no producer of this ring
     }
     (send ? s.sq_produced : s.rq_produced) = pos;
@@ -183,13 +182,12 @@ void datapath::producer(qp_slot& s, bool send, std::uint32_t index, bool epoch) 
 // model's producer. false: no consumer this CQ can have now.
 bool datapath::consumer(cq_slot& c, std::uint32_t index, bool epoch) noexcept {
     const std::uint32_t size = c.cq->entries;
-    const std::uint32_t span = 2 * size;
     const std::uint32_t pos = index + (epoch ? size : 0);
     if (index >= size) {
         return false;
     }
-    const std::uint32_t used = (c.producer + span - c.consumer) % span;
-    const std::uint32_t advance = (pos + span - c.consumer) % span;
+    const std::uint32_t used = positions_between(c.consumer, c.producer, size);
+    const std::uint32_t advance = positions_between(c.consumer, pos, size);
     if (advance > used) {
         return false;
     }

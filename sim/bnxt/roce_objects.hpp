@@ -47,6 +47,10 @@ constexpr std::uint32_t slot_of(std::uint32_t pos, std::uint32_t entries) noexce
 constexpr std::uint32_t position_after(std::uint32_t pos, std::uint32_t entries) noexcept {
     return pos + 1 == 2 * entries ? 0 : pos + 1;
 }
+// How far position `to` lies after `from` (both positions: below 2 x entries).
+constexpr std::uint32_t positions_between(std::uint32_t from, std::uint32_t to, std::uint32_t entries) noexcept {
+    return slot_of(to + 2 * entries - from, 2 * entries);
+}
 
 struct roce_cq {
     std::uint64_t handle = 0;      // cq_handle: comes back in the CQ's NQ entries
