@@ -100,6 +100,23 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
     }
 }
 
+// The public one-entry form: queue_pair::write (the post's checks and the doorbell in one call),
+// one entry per doorbell, each signalled as the loops' batches of one.
+[[gnu::noinline]] void api_write(rig::queue_pair& q, qb::send_queue& sq, const rig::region& r, std::uint64_t n,
+                                 std::vector<double>& rounds) {
+    const std::uint32_t rkey = rt_rkey;
+    const std::uint64_t rbase = rt_rbase;
+    for (std::uint64_t done = 0; done < n; done += per_round) {
+        const auto t0 = clock_type::now();
+        for (std::uint32_t i = 0; i < per_round; ++i) {
+            const std::size_t off = (sq.posted() & 0xff) << 6;
+            q.write(r, off, 64, rig::remote{rbase + off, rkey}, 0, rig::signaled::yes);
+        }
+        rounds.push_back(ns(clock_type::now() - t0) / per_round);
+        drain(sq);
+    }
+}
+
 // The public batch form: queue_pair::write over a span of `batch` write_entry, one doorbell each.
 [[gnu::noinline]] void api_batch(rig::queue_pair& q, qb::send_queue& sq, const rig::region& r, std::uint64_t n,
                                  std::uint32_t batch, std::vector<double>& rounds) {
@@ -212,7 +229,7 @@ int main(int argc, char** argv) {
     rig::queue_pair api_qp = rig::detail::bench_access::make_qp(fake_nic, &api_state);
     const rig::region api_region = rig::detail::bench_access::make_region(fake_nic, &api_region_state);
 
-    std::vector<double> ours1, ours32, theirs1, theirs32, api1, api32, batch1, batch32;
+    std::vector<double> ours1, ours32, theirs1, theirs32, api1, api32, batch1, batch32, write1;
     bool same = false;
     for (int r = 0; r < reps; ++r) {   // interleaved: all see the same machine
         hsi_post(h_mem, h_mem + ring_bytes, h_db, n, 1, h_next, h_psn, theirs1);
@@ -224,6 +241,7 @@ int main(int argc, char** argv) {
         }
         api_post(api_qp, api_path.sq, api_region, n, 1, api1);
         api_post(api_qp, api_path.sq, api_region, n, 32, api32);
+        api_write(api_qp, api_path.sq, api_region, n, write1);
         api_batch(api_qp, api_path.sq, api_region, n, 1, batch1);
         api_batch(api_qp, api_path.sq, api_region, n, 32, batch32);
     }
@@ -239,6 +257,7 @@ int main(int argc, char** argv) {
     row("1 entry per doorbell", median(ours1), median(theirs1));
     row("32 entries per doorbell", median(ours32), median(theirs32));
     row("1 per doorbell, queue_pair", median(api1), median(theirs1));
+    row("1 per doorbell, write()", median(write1), median(theirs1));
     row("32 per doorbell, queue_pair", median(api32), median(theirs32));
     row("1 per doorbell, qp batch", median(batch1), median(theirs1));
     row("32 per doorbell, qp batch", median(batch32), median(theirs32));
