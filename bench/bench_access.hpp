@@ -31,6 +31,19 @@ inline double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+// One 64-byte RDMA WRITE of the `off`th byte of `r` through the public API, as the post benches'
+// rows time it: OneCall, queue_pair::write (its checks and its doorbell in one call); otherwise
+// post_write, the caller ringing for its batch.
+template <bool OneCall>
+[[gnu::always_inline]] inline void api_write_entry(queue_pair& q, const region& r, std::size_t off, const remote& to,
+                                                   signaled sig) {
+    if constexpr (OneCall) {
+        q.write(r, off, 64, to, 0, sig);
+    } else {
+        q.post_write(r, off, 64, to, 0, sig);
+    }
+}
+
 }  // namespace rig::bench
 
 namespace rig::detail {

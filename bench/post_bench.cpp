@@ -116,7 +116,9 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
 }
 
 // The public API's post: queue_pair::post_write (misuse checks, the family's data path) + ring;
-// the same entries as the helper loop's, every 64th signaled.
+// the same entries as the helper loop's, every 64th signaled. OneCall: queue_pair::write instead,
+// the post's checks and the doorbell in one call (one entry per doorbell: batch 1).
+template <bool OneCall = false>
 [[gnu::noinline]] void api_post(rig::queue_pair& q, send_queue& sq, const rig::region& r,
                                 std::uint64_t n, std::uint32_t batch, std::vector<double>& rounds) {
     const std::uint32_t rkey = rt_rkey;
@@ -127,29 +129,11 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
             for (std::uint32_t b = 0; b < batch; ++b, ++i) {
                 const std::uint64_t k = sq.posted();
                 const std::size_t off = (k & 0xff) << 6;
-                q.post_write(r, off, 64, rig::remote{rbase + off, rkey}, 0,
-                             (k & 63) == 63 ? rig::signaled::yes : rig::signaled::no);
+                rig::bench::api_write_entry<OneCall>(q, r, off, rig::remote{rbase + off, rkey}, (k & 63) == 63 ? rig::signaled::yes : rig::signaled::no);
             }
-            q.ring(rig::side::send);
-        }
-        rounds.push_back(ns(clock_type::now() - t0) / ring_entries);
-        drain(sq);
-    }
-}
-
-// The public one-entry form: queue_pair::write (the post's checks and the doorbell in one call),
-// one entry per doorbell.
-[[gnu::noinline]] void api_write(rig::queue_pair& q, send_queue& sq, const rig::region& r, std::uint64_t n,
-                                 std::vector<double>& rounds) {
-    const std::uint32_t rkey = rt_rkey;
-    const std::uint64_t rbase = rt_rbase;
-    for (std::uint64_t done = 0; done < n; done += ring_entries) {
-        const auto t0 = clock_type::now();
-        for (std::uint32_t i = 0; i < ring_entries; ++i) {
-            const std::uint64_t k = sq.posted();
-            const std::size_t off = (k & 0xff) << 6;
-            q.write(r, off, 64, rig::remote{rbase + off, rkey}, 0,
-                    (k & 63) == 63 ? rig::signaled::yes : rig::signaled::no);
+            if constexpr (!OneCall) {
+                q.ring(rig::side::send);
+            }
         }
         rounds.push_back(ns(clock_type::now() - t0) / ring_entries);
         drain(sq);
@@ -308,7 +292,7 @@ int main(int argc, char** argv) {
         rig_post_batch(sq, n, 32, ours32b);   // after the check: it moves our entry numbers on
         api_post(api_qp, api_sq, api_region, n, 1, api1);
         api_post(api_qp, api_sq, api_region, n, 32, api32);
-        api_write(api_qp, api_sq, api_region, n, write1);
+        api_post<true>(api_qp, api_sq, api_region, n, 1, write1);
         api_batch(api_qp, api_sq, api_region, n, 1, batch1);
         api_batch(api_qp, api_sq, api_region, n, 32, batch32);
         rig_post(bf_sq, n, 1, bf1);

@@ -80,6 +80,9 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
 }
 
 // The public API's post + ring, the same entries as the loops': each batch's last signaled.
+// OneCall: queue_pair::write instead, the post's checks and the doorbell in one call (one entry
+// per doorbell: batch 1).
+template <bool OneCall = false>
 [[gnu::noinline]] void api_post(rig::queue_pair& q, qb::send_queue& sq, const rig::region& r, std::uint64_t n,
                                 std::uint32_t batch, std::vector<double>& rounds) {
     const std::uint32_t rkey = rt_rkey;
@@ -90,27 +93,11 @@ volatile std::uint64_t rt_rbase = 0x7f0000001000ull, rt_lbase = 0x7f0000200000ul
             for (std::uint32_t b = 0; b < batch && i < per_round; ++b, ++i) {
                 const std::size_t off = (sq.posted() & 0xff) << 6;
                 const bool last = b + 1 == batch || i + 1 == per_round;   // as the loops: the batch's last
-                q.post_write(r, off, 64, rig::remote{rbase + off, rkey}, 0,
-                             last ? rig::signaled::yes : rig::signaled::no);
+                rig::bench::api_write_entry<OneCall>(q, r, off, rig::remote{rbase + off, rkey}, last ? rig::signaled::yes : rig::signaled::no);
             }
-            q.ring(rig::side::send);
-        }
-        rounds.push_back(ns(clock_type::now() - t0) / per_round);
-        drain(sq);
-    }
-}
-
-// The public one-entry form: queue_pair::write (the post's checks and the doorbell in one call),
-// one entry per doorbell, each signalled as the loops' batches of one.
-[[gnu::noinline]] void api_write(rig::queue_pair& q, qb::send_queue& sq, const rig::region& r, std::uint64_t n,
-                                 std::vector<double>& rounds) {
-    const std::uint32_t rkey = rt_rkey;
-    const std::uint64_t rbase = rt_rbase;
-    for (std::uint64_t done = 0; done < n; done += per_round) {
-        const auto t0 = clock_type::now();
-        for (std::uint32_t i = 0; i < per_round; ++i) {
-            const std::size_t off = (sq.posted() & 0xff) << 6;
-            q.write(r, off, 64, rig::remote{rbase + off, rkey}, 0, rig::signaled::yes);
+            if constexpr (!OneCall) {
+                q.ring(rig::side::send);
+            }
         }
         rounds.push_back(ns(clock_type::now() - t0) / per_round);
         drain(sq);
@@ -241,7 +228,7 @@ int main(int argc, char** argv) {
         }
         api_post(api_qp, api_path.sq, api_region, n, 1, api1);
         api_post(api_qp, api_path.sq, api_region, n, 32, api32);
-        api_write(api_qp, api_path.sq, api_region, n, write1);
+        api_post<true>(api_qp, api_path.sq, api_region, n, 1, write1);
         api_batch(api_qp, api_path.sq, api_region, n, 1, batch1);
         api_batch(api_qp, api_path.sq, api_region, n, 32, batch32);
     }
